@@ -1,0 +1,3 @@
+"""toksvc: a tokenization microservice for LLM backends."""
+
+__version__ = "0.1.0"

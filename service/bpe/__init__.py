@@ -1,0 +1,24 @@
+"""Byte-level BPE: merge rules, engines, the tokenizer front, streaming decode and training.
+
+Standard library and `regex` only; nothing here knows about files or HTTP.
+"""
+
+from service.bpe.engine import Engine, PythonEngine
+from service.bpe.stream import StreamDecoder
+from service.bpe.tokenizer import Errors, Normalization, SpecialSet, Tokenizer
+from service.bpe.trainer import TrainedModel, train
+from service.bpe.vocab import Rule, Vocabulary
+
+__all__ = [
+    "Engine",
+    "Errors",
+    "Normalization",
+    "PythonEngine",
+    "Rule",
+    "SpecialSet",
+    "StreamDecoder",
+    "Tokenizer",
+    "TrainedModel",
+    "Vocabulary",
+    "train",
+]

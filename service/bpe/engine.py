@@ -1,0 +1,57 @@
+"""Engines turn ordinary text (no special tokens, already normalized) into ids.
+
+An engine owns pre-tokenization and merging; `Tokenizer` puts normalization, special tokens and
+decoding in front of whichever engine serves a vocabulary. `PythonEngine` is the reference.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol
+
+import regex
+
+from service.bpe.vocab import Vocabulary
+
+
+class Engine(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+    def count_ordinary(self, text: str) -> int: ...
+
+
+class PythonEngine:
+    """Pure-Python engine: regex pre-tokenization, then the vocabulary's merge rule per piece.
+
+    Encoded pieces are kept in a bounded LRU cache (`cache_size` pieces); pieces repeat a lot in
+    real text, so most of the work after warm-up is the regex and a dict look-up.
+    """
+
+    def __init__(self, vocab: Vocabulary, pattern: str | None, cache_size: int = 65536) -> None:
+        self.vocab = vocab
+        self._split = regex.compile(pattern).findall if pattern else None
+        merge = vocab.merge_piece
+
+        def encode_piece(piece: str) -> tuple[int, ...]:
+            return tuple(merge(piece.encode("utf-8")))
+
+        self._piece = lru_cache(maxsize=cache_size)(encode_piece)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if self._split is None:
+            return self.vocab.merge_piece(text.encode("utf-8")) if text else []
+        out: list[int] = []
+        extend, piece = out.extend, self._piece
+        for p in self._split(text):
+            extend(piece(p))
+        return out
+
+    def count_ordinary(self, text: str) -> int:
+        if self._split is None:
+            return len(self.encode_ordinary(text))
+        return sum(map(len, map(self._piece, self._split(text))))
+
+    def cache_info(self) -> tuple[int, int, int]:
+        """(hits, misses, current size) of the piece cache."""
+        info = self._piece.cache_info()
+        return info.hits, info.misses, info.currsize

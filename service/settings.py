@@ -1,0 +1,46 @@
+"""Settings, read once from the environment (prefix TOKSVC_) and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from service.errors import ConfigError
+
+BUNDLED_STORE = Path(__file__).resolve().parent.parent / "tokenizers_store"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    store: Path = BUNDLED_STORE
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    piece_cache_size: int = 65536  # encoded pieces kept per tokenizer (LRU)
+    # request limits, enforced before any work is done
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_batch_items: int = 1024
+    max_ids_per_request: int = 1_000_000
+    max_stream_ids: int = 1_000_000
+    max_stream_seconds: float = 600.0
+    ws_idle_seconds: float = 60.0
+    max_streams_per_worker: int = 256
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f"TOKSVC_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            kind = type(f.default)
+            try:
+                values[f.name] = Path(raw) if kind is type(BUNDLED_STORE) else kind(raw)
+            except ValueError:
+                raise ConfigError(
+                    f"TOKSVC_{f.name.upper()}={raw!r} is not a valid {kind.__name__}"
+                ) from None
+        return cls(**values)  # type: ignore[arg-type]

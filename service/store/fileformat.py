@@ -1,0 +1,81 @@
+"""Tokenizer file format v1: the msgspec definition, reading, and the human-readable layout.
+
+The JSON Schema in docs/ is generated from these Structs (`toksvc schema`), so the documentation and
+the parser cannot drift apart. Rules that a schema cannot express live in `service.store.validation`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+FORMAT_NAME = "toksvc-bpe"
+FORMAT_VERSION = 1
+MAX_ID = 2**31 - 1
+
+Name = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="tokenizer name")]
+Version = Annotated[
+    str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$", description="tokenizer version")
+]
+TokenId = Annotated[int, Meta(ge=0, le=MAX_ID)]
+Merge = Annotated[
+    tuple[TokenId, TokenId, TokenId], Meta(description="[left id, right id, new id]")
+]
+ExtraToken = Annotated[tuple[TokenId, str], Meta(description="[id, hex of the token's bytes]")]
+
+
+class Metadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    description: str = ""
+    source: str = ""
+    license: str = ""
+    created: str = ""
+
+
+class TokenizerFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One tokenizer version. See docs/format.md for the meaning of every field."""
+
+    format: Literal["toksvc-bpe"] = FORMAT_NAME
+    format_version: Literal[1] = FORMAT_VERSION
+    name: Name
+    version: Version
+    rule: Literal["pairs", "ranks"]
+    pattern: str | None
+    normalization: Literal["none", "NFC", "NFKC"] = "none"
+    special_tokens: dict[str, TokenId] = msgspec.field(default_factory=dict)
+    metadata: Metadata = msgspec.field(default_factory=Metadata)
+    byte_ids: list[TokenId] | None = None
+    tokens: list[ExtraToken] = msgspec.field(default_factory=list)
+    merges: list[Merge]
+
+
+_decoder = msgspec.json.Decoder(TokenizerFile)
+
+
+def parse(data: bytes) -> TokenizerFile:
+    """Parse and type-check a file's bytes; raises msgspec.ValidationError/DecodeError."""
+    return _decoder.decode(data)
+
+
+def dumps(tf: TokenizerFile) -> bytes:
+    """Serialize with one merge, special token or metadata field per line: readable and diffable."""
+
+    def enc(value: Any) -> str:
+        return msgspec.json.encode(value).decode("utf-8")
+
+    parts = []
+    for key, value in msgspec.to_builtins(tf).items():
+        if isinstance(value, dict) and value:
+            text = "{\n    " + ",\n    ".join(f"{enc(k)}: {enc(v)}" for k, v in value.items())
+            text += "\n  }"
+        elif isinstance(value, list) and value and isinstance(value[0], list):
+            text = "[\n    " + ",\n    ".join(map(enc, value)) + "\n  ]"
+        else:
+            text = enc(value)
+        parts.append(f"  {enc(key)}: {text}")
+    return ("{\n" + ",\n".join(parts) + "\n}\n").encode("utf-8")
+
+
+def json_schema() -> dict[str, Any]:
+    return msgspec.json.schema(TokenizerFile)

@@ -1,0 +1,110 @@
+"""The store's manifest: which files exist, their sha256, and the default version per name.
+
+A file's hash lives here and never inside the file it covers. Each entry's path is fixed as
+`<name>/<version>.json`, so a manifest cannot point outside the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from service.errors import ManifestError
+from service.store.fileformat import Name, TokenizerFile, Version, dumps
+
+MANIFEST = "manifest.json"
+Sha256 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
+
+
+class ManifestEntry(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    name: Name
+    version: Version
+    path: str
+    sha256: Sha256
+    default: bool = False
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+class Manifest(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    format: Literal["toksvc-manifest"] = "toksvc-manifest"
+    format_version: Literal[1] = 1
+    tokenizers: list[ManifestEntry] = msgspec.field(default_factory=list)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_manifest(store: Path) -> Manifest:
+    path = store / MANIFEST
+    try:
+        manifest = msgspec.json.decode(path.read_bytes(), type=Manifest)
+    except OSError as exc:
+        raise ManifestError(str(path), f"cannot be read ({exc.strerror}); is this a store?") from None
+    except msgspec.MsgspecError as exc:
+        raise ManifestError(str(path), f"is not a valid manifest: {exc}") from None
+    check_manifest(manifest, str(path))
+    return manifest
+
+
+def check_manifest(manifest: Manifest, where: str) -> None:
+    refs: set[str] = set()
+    defaults: dict[str, str] = {}
+    for i, e in enumerate(manifest.tokenizers):
+        if e.path != f"{e.name}/{e.version}.json":
+            raise ManifestError(where, f"tokenizers[{i}]: path must be {e.name}/{e.version}.json")
+        if e.ref in refs:
+            raise ManifestError(where, f"tokenizers[{i}]: {e.ref} is listed twice")
+        refs.add(e.ref)
+        if e.default:
+            if e.name in defaults:
+                raise ManifestError(
+                    where, f"tokenizers[{i}]: {e.name} has two default versions "
+                    f"({defaults[e.name]} and {e.version})"
+                )
+            defaults[e.name] = e.version
+    for name in {e.name for e in manifest.tokenizers} - defaults.keys():
+        raise ManifestError(where, f"{name} has no default version; mark one with default: true")
+
+
+def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> ManifestEntry:
+    """Write the tokenizer file and its manifest entry (replacing an entry of the same version).
+
+    The first version of a name is always its default; `default` makes a later one the default.
+    Both files are written to a temporary name and renamed, so a reader never sees half a file.
+    """
+    manifest = read_manifest(store) if (store / MANIFEST).exists() else Manifest()
+    data = dumps(tf)
+    others = [e for e in manifest.tokenizers if (e.name, e.version) != (tf.name, tf.version)]
+    is_default = default or not any(e.name == tf.name for e in others)
+    entry = ManifestEntry(
+        name=tf.name,
+        version=tf.version,
+        path=f"{tf.name}/{tf.version}.json",
+        sha256=sha256_hex(data),
+        default=is_default,
+    )
+    if is_default:
+        others = [msgspec.structs.replace(e, default=False) if e.name == tf.name else e
+                  for e in others]
+    entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
+    new_manifest = Manifest(tokenizers=entries)
+    check_manifest(new_manifest, str(store / MANIFEST))
+    _write_atomic(store / entry.path, data)
+    _write_atomic(store / MANIFEST, msgspec.json.format(msgspec.json.encode(new_manifest)) + b"\n")
+    return entry
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

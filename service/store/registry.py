@@ -1,0 +1,141 @@
+"""Loading the store into a registry of verified tokenizers, and resolving `name[@version]`.
+
+Loading checks each file's sha256 against the manifest before parsing it, then validates and
+builds it. A file that fails stays unloaded, with the reason kept in `Registry.failures`; the
+others load.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from service.bpe import Engine, Normalization, PythonEngine, Rule, Tokenizer, Vocabulary
+from service.errors import (
+    FormatError,
+    HashMismatchError,
+    StoreError,
+    TokenizerNotFoundError,
+)
+from service.store.fileformat import Metadata, TokenizerFile, parse
+from service.store.manifest import ManifestEntry, read_manifest, sha256_hex
+from service.store.validation import validate
+
+EngineFactory = Callable[[Vocabulary, "str | None"], Engine]
+
+
+def python_engine(cache_size: int = 65536) -> EngineFactory:
+    return lambda vocab, pattern: PythonEngine(vocab, pattern, cache_size)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LoadedTokenizer:
+    """A verified tokenizer with the facts the API lists about it (not the merge list itself)."""
+
+    name: str
+    version: str
+    sha256: str
+    is_default: bool
+    rule: Rule
+    pattern: str | None
+    normalization: Normalization
+    metadata: Metadata
+    tokenizer: Tokenizer
+    self_consistent: bool
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(slots=True)
+class Registry:
+    tokenizers: dict[str, LoadedTokenizer] = field(default_factory=dict)  # by name@version
+    defaults: dict[str, str] = field(default_factory=dict)  # name -> name@version
+    failures: list[StoreError] = field(default_factory=list)
+    load_seconds: float = 0.0
+
+    def resolve(self, ref: str) -> LoadedTokenizer:
+        """`name` gives the default version, `name@version` that version."""
+        key = ref if "@" in ref else self.defaults.get(ref, "")
+        found = self.tokenizers.get(key)
+        if found is None:
+            raise TokenizerNotFoundError(ref, [*self.tokenizers, *self.defaults])
+        return found
+
+    def __iter__(self) -> Iterator[LoadedTokenizer]:
+        return iter(self.tokenizers.values())
+
+    def __len__(self) -> int:
+        return len(self.tokenizers)
+
+
+def load_store(store: Path, engine_factory: EngineFactory | None = None) -> Registry:
+    """Load every manifest entry; a broken manifest gives an empty registry with one failure."""
+    factory = engine_factory or python_engine()
+    registry = Registry()
+    started = time.perf_counter()
+    try:
+        manifest = read_manifest(store)
+    except StoreError as exc:
+        registry.failures.append(exc)
+        return registry
+    for entry in manifest.tokenizers:
+        try:
+            loaded = load_entry(store, entry, factory)
+        except StoreError as exc:
+            registry.failures.append(exc)
+            continue
+        registry.tokenizers[entry.ref] = loaded
+        if entry.default:
+            registry.defaults[entry.name] = entry.ref
+    registry.load_seconds = time.perf_counter() - started
+    return registry
+
+
+def load_entry(store: Path, entry: ManifestEntry, factory: EngineFactory) -> LoadedTokenizer:
+    path = store / entry.path
+    where = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(where, f"cannot be read ({exc.strerror})") from None
+    actual = sha256_hex(data)
+    if actual != entry.sha256:
+        raise HashMismatchError(where, entry.sha256, actual)
+    try:
+        tf = parse(data)
+    except msgspec.MsgspecError as exc:
+        raise FormatError(where, "file", f"is not a valid tokenizer file: {exc}") from None
+    if (tf.name, tf.version) != (entry.name, entry.version):
+        raise FormatError(
+            where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
+        )
+    validate(tf, where)
+    return build(entry, tf, factory)
+
+
+def build(entry: ManifestEntry, tf: TokenizerFile, factory: EngineFactory) -> LoadedTokenizer:
+    vocab = Vocabulary.build(
+        tf.rule,
+        tf.merges,
+        tf.byte_ids if tf.byte_ids is not None else range(256),
+        {tid: bytes.fromhex(h) for tid, h in tf.tokens},
+    )
+    tokenizer = Tokenizer(vocab, factory(vocab, tf.pattern), tf.special_tokens, tf.normalization)
+    return LoadedTokenizer(
+        name=entry.name,
+        version=entry.version,
+        sha256=entry.sha256,
+        is_default=entry.default,
+        rule=tf.rule,
+        pattern=tf.pattern,
+        normalization=tf.normalization,
+        metadata=tf.metadata,
+        tokenizer=tokenizer,
+        self_consistent=vocab.self_consistent(),
+    )
