@@ -117,7 +117,8 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _progress_bar(done: int, total: int) -> None:
-    if done % 16 and done != total:
+    """Redraw at each whole percent (and at the end), so a long run writes ~100 updates."""
+    if done != total and done * 100 // max(total, 1) == (done - 1) * 100 // max(total, 1):
         return
     width = 40
     filled = width * done // max(total, 1)

@@ -69,7 +69,7 @@ def dumps(tf: TokenizerFile) -> bytes:
         if isinstance(value, dict) and value:
             text = "{\n    " + ",\n    ".join(f"{enc(k)}: {enc(v)}" for k, v in value.items())
             text += "\n  }"
-        elif isinstance(value, list) and value and isinstance(value[0], list):
+        elif isinstance(value, list) and value and isinstance(value[0], (list, tuple)):
             text = "[\n    " + ",\n    ".join(map(enc, value)) + "\n  ]"
         else:
             text = enc(value)

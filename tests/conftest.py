@@ -1,0 +1,58 @@
+"""Shared fixtures: the bundled store, the corpora in ../shared, and tiktoken oracles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from service.settings import BUNDLED_STORE
+from service.store.registry import Registry, load_store
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+VOCAB = SHARED / "vocab"
+
+# shipped tokenizer -> the .tiktoken file it must match exactly
+TIKTOKEN_SOURCES = {
+    "gpt2": "r50k_base",
+    "p50k_base": "p50k_base",
+    "cl100k_base": "cl100k_base",
+    "o200k_base": "o200k_base",
+    "qwen2": "qwen",
+    "qwen3": "qwen",
+}
+
+
+def corpus_files() -> list[Path]:
+    files = sorted(CORPUS.glob("*.txt"))
+    assert files, f"no corpus in {CORPUS}: set TOKSVC_SHARED to the shared/ folder"
+    return files
+
+
+@pytest.fixture(scope="session")
+def registry() -> Registry:
+    reg = load_store(BUNDLED_STORE)
+    assert not reg.failures, reg.failures
+    return reg
+
+
+_oracles: dict[str, object] = {}
+
+
+def tiktoken_oracle(registry: Registry, name: str):  # type: ignore[no-untyped-def]
+    """tiktoken's Encoding built from the same source file, pattern and special tokens."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    if name not in _oracles:
+        loaded = registry.resolve(name)
+        _oracles[name] = tiktoken.Encoding(
+            f"oracle_{name}",
+            pat_str=loaded.pattern,
+            mergeable_ranks=load_tiktoken_bpe(str(VOCAB / f"{TIKTOKEN_SOURCES[name]}.tiktoken")),
+            special_tokens=loaded.tokenizer.special_tokens,
+        )
+    return _oracles[name]
