@@ -8,13 +8,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.bpe import train
-from service.errors import ToksvcError
+import msgspec
+
+from service.bpe import SpecialSet, Tokenizer, train
+from service.errors import TokenizerNotFoundError, ToksvcError
 from service.settings import Settings
 from service.store import presets
 from service.store.fileformat import Metadata, TokenizerFile, json_schema
 from service.store.importers import from_gpt2, from_hf_json, from_tiktoken, source_note, today
-from service.store.manifest import add_to_store
+from service.store.manifest import add_to_store, read_manifest
 from service.store.registry import Registry, load_store
 
 
@@ -33,8 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     settings = Settings.from_env()
     top = argparse.ArgumentParser(prog="toksvc", description=__doc__)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--store", type=Path, default=settings.store,
-                        help="store directory (default: $TOKSVC_STORE, else the bundled store)")
+    common.add_argument(
+        "--store",
+        type=Path,
+        default=settings.store,
+        help="store directory (default: $TOKSVC_STORE, else the bundled store)",
+    )
     sub = top.add_subparsers(required=True, metavar="COMMAND")
 
     p = sub.add_parser("train", parents=[common], help="train a pairs tokenizer into the store")
@@ -42,8 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, required=True)
     p.add_argument("--name", required=True)
     p.add_argument("--version", required=True)
-    p.add_argument("--pattern", default="gpt2",
-                   help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none")
+    p.add_argument(
+        "--pattern", default="gpt2", help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none"
+    )
     p.add_argument("--special", action="append", default=[], help="a special token literal")
     p.add_argument("--min-frequency", type=int, default=2)
     p.add_argument("--normalization", choices=["none", "NFC", "NFKC"], default="none")
@@ -52,12 +59,19 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("import", parents=[common], help="import a tokenizer into the store")
     p.add_argument("kind", choices=["tiktoken", "hf", "gpt2"])
-    p.add_argument("files", nargs="+", type=Path,
-                   help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe")
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe",
+    )
     p.add_argument("--name", required=True)
     p.add_argument("--version", required=True)
-    p.add_argument("--preset", choices=sorted(presets.PRESETS),
-                   help="pattern, special tokens and normalization of a known encoding")
+    p.add_argument(
+        "--preset",
+        choices=sorted(presets.PRESETS),
+        help="pattern, special tokens and normalization of a known encoding",
+    )
     p.add_argument("--pattern", help="a preset pattern name, a regex, or none (overrides --preset)")
     _metadata_args(p)
     p.set_defaults(run=_import)
@@ -71,10 +85,15 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(verb, parents=[common], help=helptext)
         p.add_argument("tokenizer", help="name or name@version")
         p.add_argument("text", nargs="?", help="the text (default: read stdin)")
-        p.add_argument("--allowed-special", nargs="*", default=[],
-                       help="special tokens to encode as special ids, or `all`")
-        p.add_argument("--as-text", action="store_true",
-                       help="encode special-token literals as ordinary text")
+        p.add_argument(
+            "--allowed-special",
+            nargs="*",
+            default=[],
+            help="special tokens to encode as special ids, or `all`",
+        )
+        p.add_argument(
+            "--as-text", action="store_true", help="encode special-token literals as ordinary text"
+        )
         p.set_defaults(run=_encode_or_count, verb=verb)
 
     p = sub.add_parser("decode", parents=[common], help="print the text of ids")
@@ -97,20 +116,35 @@ def _parser() -> argparse.ArgumentParser:
 def _metadata_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--description", default="")
     p.add_argument("--license", default="")
-    p.add_argument("--no-default", action="store_true",
-                   help="do not make this version the name's default")
+    p.add_argument(
+        "--no-default", action="store_true", help="do not make this version the name's default"
+    )
 
 
 def _train(args: argparse.Namespace) -> None:
     texts = [path.read_text("utf-8") for path in args.corpus]
-    model = train(texts, args.vocab_size, presets.resolve_pattern(args.pattern), args.special,
-                  min_frequency=args.min_frequency, progress=_progress_bar)
+    model = train(
+        texts,
+        args.vocab_size,
+        presets.resolve_pattern(args.pattern),
+        args.special,
+        min_frequency=args.min_frequency,
+        progress=_progress_bar,
+    )
     print(file=sys.stderr)
     tf = TokenizerFile(
-        name=args.name, version=args.version, rule="pairs", pattern=model.pattern,
-        normalization=args.normalization, special_tokens=model.special_tokens,
-        metadata=Metadata(description=args.description, license=args.license, created=today(),
-                          source=f"trained by toksvc on {source_note(*args.corpus)}"),
+        name=args.name,
+        version=args.version,
+        rule="pairs",
+        pattern=model.pattern,
+        normalization=args.normalization,
+        special_tokens=model.special_tokens,
+        metadata=Metadata(
+            description=args.description,
+            license=args.license,
+            created=today(),
+            source=f"trained by toksvc on {source_note(*args.corpus)}",
+        ),
         merges=model.merges,
     )
     _write(args, tf)
@@ -122,40 +156,68 @@ def _progress_bar(done: int, total: int) -> None:
         return
     width = 40
     filled = width * done // max(total, 1)
-    print(f"\rmerges [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
-          end="", file=sys.stderr, flush=True)
+    print(
+        f"\rmerges [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _import(args: argparse.Namespace) -> None:
     preset = presets.PRESETS.get(args.preset) if args.preset else None
-    pattern = (presets.resolve_pattern(args.pattern) if args.pattern is not None
-               else preset.pattern if preset else None)
+    pattern = (
+        presets.resolve_pattern(args.pattern)
+        if args.pattern is not None
+        else preset.pattern
+        if preset
+        else None
+    )
     specials = preset.special_tokens if preset else {}
     files: list[Path] = args.files
     expected = {"tiktoken": 1, "hf": 1, "gpt2": 2}[args.kind]
     if len(files) != expected:
         raise SystemExit(f"toksvc: error: import {args.kind} takes {expected} file(s)")
     if args.kind == "tiktoken":
-        tf = from_tiktoken(files[0], name=args.name, version=args.version, pattern=pattern,
-                           special_tokens=specials,
-                           normalization=preset.normalization if preset else "none")
+        tf = from_tiktoken(
+            files[0],
+            name=args.name,
+            version=args.version,
+            pattern=pattern,
+            special_tokens=specials,
+            normalization=preset.normalization if preset else "none",
+        )
     elif args.kind == "gpt2":
-        tf = from_gpt2(files[0], files[1], name=args.name, version=args.version,
-                       pattern=pattern or presets.GPT2_PATTERN, special_tokens=specials)
+        tf = from_gpt2(
+            files[0],
+            files[1],
+            name=args.name,
+            version=args.version,
+            pattern=pattern or presets.GPT2_PATTERN,
+            special_tokens=specials,
+        )
     else:
-        tf = from_hf_json(files[0], name=args.name, version=args.version,
-                          pattern=pattern if args.pattern is not None else None)
-    meta = Metadata(description=args.description, license=args.license,
-                    source=tf.metadata.source, created=tf.metadata.created)
-    import msgspec
-
+        tf = from_hf_json(
+            files[0],
+            name=args.name,
+            version=args.version,
+            pattern=pattern if args.pattern is not None else None,
+        )
+    meta = Metadata(
+        description=args.description,
+        license=args.license,
+        source=tf.metadata.source,
+        created=tf.metadata.created,
+    )
     _write(args, msgspec.structs.replace(tf, metadata=meta))
 
 
 def _write(args: argparse.Namespace, tf: TokenizerFile) -> None:
     entry = add_to_store(args.store, tf, default=not args.no_default)
-    print(f"wrote {args.store / entry.path} sha256:{entry.sha256}"
-          f"{' (default)' if entry.default else ''}")
+    print(
+        f"wrote {args.store / entry.path} sha256:{entry.sha256}"
+        f"{' (default)' if entry.default else ''}"
+    )
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -165,8 +227,9 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
     for failure in registry.failures:
         print(f"FAIL  {failure}")
-    print(f"{len(registry)} loaded, {len(registry.failures)} failed "
-          f"in {registry.load_seconds:.2f}s")
+    print(
+        f"{len(registry)} loaded, {len(registry.failures)} failed in {registry.load_seconds:.2f}s"
+    )
     return 1 if registry.failures or not len(registry) else 0
 
 
@@ -177,18 +240,29 @@ def _list(args: argparse.Namespace) -> None:
         print(f"{mark} {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
 
 
-def _registry(args: argparse.Namespace) -> Registry:
-    registry = load_store(args.store)
+def _registry(args: argparse.Namespace, only: str | None = None) -> Registry:
+    registry = load_store(args.store, only=only)
     for failure in registry.failures:
         print(f"toksvc: warning: {failure}", file=sys.stderr)
     return registry
 
 
+def _tokenizer(args: argparse.Namespace) -> Tokenizer:
+    """Load only the versions of the asked name; an unknown name lists the whole manifest."""
+    try:
+        return _registry(args, args.tokenizer.split("@")[0]).resolve(args.tokenizer).tokenizer
+    except TokenizerNotFoundError:
+        refs = [e.ref for e in read_manifest(args.store).tokenizers]
+        raise TokenizerNotFoundError(args.tokenizer, refs) from None
+
+
 def _encode_or_count(args: argparse.Namespace) -> None:
-    tokenizer = _registry(args).resolve(args.tokenizer).tokenizer
+    tokenizer = _tokenizer(args)
     text = sys.stdin.read() if args.text is None else args.text
-    allowed = "all" if args.allowed_special == ["all"] else frozenset(args.allowed_special)
-    disallowed = frozenset() if args.as_text else "all"
+    allowed: SpecialSet = (
+        "all" if args.allowed_special == ["all"] else frozenset(args.allowed_special)
+    )
+    disallowed: SpecialSet = frozenset() if args.as_text else "all"
     if args.verb == "count":
         print(tokenizer.count(text, allowed_special=allowed, disallowed_special=disallowed))
     else:
@@ -197,16 +271,17 @@ def _encode_or_count(args: argparse.Namespace) -> None:
 
 
 def _decode(args: argparse.Namespace) -> None:
-    tokenizer = _registry(args).resolve(args.tokenizer).tokenizer
+    tokenizer = _tokenizer(args)
     ids = args.ids if args.ids else json.loads(sys.stdin.read())
     sys.stdout.write(tokenizer.decode(ids, args.errors))
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from service.api.server import serve  # lazy: the CLI works without the web stack
+    from service.api.server import serve  # noqa: PLC0415 (lazy: the CLI needs no web stack)
 
-    serve(Settings.from_env(), store=args.store, host=args.host, port=args.port,
-          workers=args.workers)
+    serve(
+        Settings.from_env(), store=args.store, host=args.host, port=args.port, workers=args.workers
+    )
 
 
 if __name__ == "__main__":

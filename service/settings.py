@@ -36,11 +36,15 @@ class Settings:
             raw = env.get(f"TOKSVC_{f.name.upper()}")
             if raw is None or raw == "":
                 continue
-            kind = type(f.default)
+            kind: type = Path if f.name == "store" else type(f.default)
             try:
-                values[f.name] = Path(raw) if kind is type(BUNDLED_STORE) else kind(raw)
+                values[f.name] = kind(raw)
             except ValueError:
                 raise ConfigError(
                     f"TOKSVC_{f.name.upper()}={raw!r} is not a valid {kind.__name__}"
                 ) from None
-        return cls(**values)  # type: ignore[arg-type]
+        settings = cls(**values)  # type: ignore[arg-type]
+        for name, value in values.items():
+            if isinstance(value, int | float) and value < (0 if name == "port" else 1):
+                raise ConfigError(f"TOKSVC_{name.upper()}={value} is out of range")
+        return settings

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
 
 from service.settings import BUNDLED_STORE
 from service.store.registry import Registry, load_store
@@ -44,9 +46,6 @@ _oracles: dict[str, object] = {}
 
 def tiktoken_oracle(registry: Registry, name: str):  # type: ignore[no-untyped-def]
     """tiktoken's Encoding built from the same source file, pattern and special tokens."""
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
     if name not in _oracles:
         loaded = registry.resolve(name)
         _oracles[name] = tiktoken.Encoding(

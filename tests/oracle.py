@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 
 def naive_pairs(ids: list[int], merges: dict[tuple[int, int], int]) -> list[int]:
     """Classic BPE straight from the definition: lowest-rank pair, replace all, repeat."""
     ids = list(ids)
     while True:
-        ranked = [merges[p] for p in zip(ids, ids[1:]) if p in merges]
+        ranked = [merges[p] for p in pairwise(ids) if p in merges]
         if not ranked:
             return ids
         best = min(ranked)
@@ -49,7 +50,7 @@ def naive_train(text_pieces: list[bytes], n_merges: int, min_frequency: int = 2)
     for k in range(n_merges):
         counts: Counter[tuple[int, int]] = Counter()
         for w in words:
-            counts.update(zip(w, w[1:]))
+            counts.update(pairwise(w))
         if not counts:
             break
         top = max(counts.values())

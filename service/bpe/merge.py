@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
+from itertools import pairwise
 from typing import TypeVar
 
 S = TypeVar("S", int, bytes)
@@ -34,7 +35,7 @@ def merge_pairs(ids: list[int], merges: Mapping[tuple[int, int], int]) -> list[i
     if len(ids) >= LONG_PIECE:
         return _merge_long(ids, lambda a, b: merges.get((a, b)), lambda a, b, r: r)
     get = merges.get
-    ranks = [get(pair, _NONE) for pair in zip(ids, ids[1:], strict=False)]
+    ranks = [get(pair, _NONE) for pair in pairwise(ids)]
     while True:
         best = min(ranks)
         if best == _NONE:
@@ -78,7 +79,7 @@ def merge_ranks(piece: bytes, encoder: Mapping[bytes, int]) -> list[int]:
             ranks[i - 1] = get(piece[bounds[i - 1] : bounds[i + 1]], _NONE)
         if i < len(ranks):
             ranks[i] = get(piece[bounds[i] : bounds[i + 2]], _NONE)
-    return [encoder[piece[a:b]] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [encoder[piece[a:b]] for a, b in pairwise(bounds)]
 
 
 def _merge_long(

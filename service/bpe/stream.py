@@ -80,11 +80,11 @@ def _unpack(state: str) -> tuple[bytes, int]:
             raise ValueError
         if len(offset_text) > 18 or len(packed) > 8:
             raise ValueError
-        pending = base64.urlsafe_b64decode(packed.encode("ascii"))
+        pending = base64.b64decode(packed.encode("ascii"), altchars=b"-_", validate=True)
         probe = codecs.getincrementaldecoder("utf-8")("strict")
         if probe.decode(pending) or probe.getstate()[0] != pending or len(pending) > 3:
             raise ValueError
-    except (ValueError, UnicodeDecodeError, UnicodeEncodeError):
+    except (ValueError, UnicodeError):
         raise StreamStateError(
             "state is not one this service returned; pass the `state` of the previous step "
             "unchanged, or null to start a stream"

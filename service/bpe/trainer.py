@@ -17,6 +17,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import regex
 
@@ -57,7 +58,7 @@ def train(
     counts: Counter[tuple[int, int]] = Counter()
     where: defaultdict[tuple[int, int], set[int]] = defaultdict(set)
     for w, (word, freq) in enumerate(zip(words, freqs, strict=True)):
-        for pair in zip(word, word[1:], strict=False):
+        for pair in pairwise(word):
             counts[pair] += freq
             where[pair].add(w)
     heap = [(-c, pair) for pair, c in counts.items()]
@@ -76,11 +77,11 @@ def train(
         changed: set[tuple[int, int]] = set()
         for w in where.pop(pair):
             word, freq = words[w], freqs[w]
-            for old in zip(word, word[1:], strict=False):
+            for old in pairwise(word):
                 counts[old] -= freq
                 changed.add(old)
             word[:] = _replace(word, pair, new)
-            for fresh in zip(word, word[1:], strict=False):
+            for fresh in pairwise(word):
                 counts[fresh] += freq
                 where[fresh].add(w)
                 changed.add(fresh)

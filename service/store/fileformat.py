@@ -1,7 +1,7 @@
-"""Tokenizer file format v1: the msgspec definition, reading, and the human-readable layout.
+"""Tokenizer file format v1: the msgspec definition, parsing and the human-readable layout.
 
-The JSON Schema in docs/ is generated from these Structs (`toksvc schema`), so the documentation and
-the parser cannot drift apart. Rules that a schema cannot express live in `service.store.validation`.
+The JSON Schema in docs/ is generated from these Structs (`toksvc schema`), so documentation and
+parser cannot drift apart. Rules that a schema cannot express live in `service.store.validation`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-FORMAT_NAME = "toksvc-bpe"
-FORMAT_VERSION = 1
 MAX_ID = 2**31 - 1
 
 Name = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="tokenizer name")]
@@ -20,9 +18,7 @@ Version = Annotated[
     str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$", description="tokenizer version")
 ]
 TokenId = Annotated[int, Meta(ge=0, le=MAX_ID)]
-Merge = Annotated[
-    tuple[TokenId, TokenId, TokenId], Meta(description="[left id, right id, new id]")
-]
+Merge = Annotated[tuple[TokenId, TokenId, TokenId], Meta(description="[left id, right id, new id]")]
 ExtraToken = Annotated[tuple[TokenId, str], Meta(description="[id, hex of the token's bytes]")]
 
 
@@ -36,8 +32,8 @@ class Metadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
 class TokenizerFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One tokenizer version. See docs/format.md for the meaning of every field."""
 
-    format: Literal["toksvc-bpe"] = FORMAT_NAME
-    format_version: Literal[1] = FORMAT_VERSION
+    format: Literal["toksvc-bpe"] = "toksvc-bpe"
+    format_version: Literal[1] = 1
     name: Name
     version: Version
     rule: Literal["pairs", "ranks"]

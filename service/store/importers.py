@@ -48,8 +48,8 @@ def from_tiktoken(
         if not line.strip():
             continue
         try:
-            token_b64, rank = line.split()
-            ranks[base64.b64decode(token_b64, validate=True)] = int(rank)
+            token_b64, rank_text = line.split()
+            ranks[base64.b64decode(token_b64, validate=True)] = int(rank_text)
         except (ValueError, binascii.Error):
             raise StoreError(str(path), f"line {lineno} is not `base64 rank`") from None
     missing = [b for b in range(256) if bytes([b]) not in ranks]
@@ -64,9 +64,11 @@ def from_tiktoken(
         parts = merge_ranks(token, known)
         if len(parts) != 2:
             parts = next(
-                ([known[token[:i]], known[token[i:]]]
-                 for i in range(1, len(token))
-                 if token[:i] in known and token[i:] in known),
+                (
+                    [known[token[:i]], known[token[i:]]]
+                    for i in range(1, len(token))
+                    if token[:i] in known and token[i:] in known
+                ),
                 [],
             )
         if parts:
@@ -120,7 +122,9 @@ def from_byte_level(
         byte_ids = [vocab[by_byte[b]] for b in range(256)]
         triples = [(vocab[a], vocab[b], vocab[a + b]) for a, b in merges]
     except KeyError as exc:
-        raise StoreError(where, f"token {exc.args[0]!r} is used but not in the vocabulary") from None
+        raise StoreError(
+            where, f"token {exc.args[0]!r} is used but not in the vocabulary"
+        ) from None
     return TokenizerFile(
         name=name,
         version=version,

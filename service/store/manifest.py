@@ -48,7 +48,9 @@ def read_manifest(store: Path) -> Manifest:
     try:
         manifest = msgspec.json.decode(path.read_bytes(), type=Manifest)
     except OSError as exc:
-        raise ManifestError(str(path), f"cannot be read ({exc.strerror}); is this a store?") from None
+        raise ManifestError(
+            str(path), f"cannot be read ({exc.strerror}); is this a store?"
+        ) from None
     except msgspec.MsgspecError as exc:
         raise ManifestError(str(path), f"is not a valid manifest: {exc}") from None
     check_manifest(manifest, str(path))
@@ -67,8 +69,9 @@ def check_manifest(manifest: Manifest, where: str) -> None:
         if e.default:
             if e.name in defaults:
                 raise ManifestError(
-                    where, f"tokenizers[{i}]: {e.name} has two default versions "
-                    f"({defaults[e.name]} and {e.version})"
+                    where,
+                    f"tokenizers[{i}]: {e.name} has two default versions "
+                    f"({defaults[e.name]} and {e.version})",
                 )
             defaults[e.name] = e.version
     for name in {e.name for e in manifest.tokenizers} - defaults.keys():
@@ -93,8 +96,9 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
         default=is_default,
     )
     if is_default:
-        others = [msgspec.structs.replace(e, default=False) if e.name == tf.name else e
-                  for e in others]
+        others = [
+            msgspec.structs.replace(e, default=False) if e.name == tf.name else e for e in others
+        ]
     entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
     new_manifest = Manifest(tokenizers=entries)
     check_manifest(new_manifest, str(store / MANIFEST))

@@ -71,9 +71,7 @@ PRESETS: dict[str, Preset] = {
         },
     ),
     "o200k_base": Preset(O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
-    "qwen2": Preset(
-        QWEN2_PATTERN, {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)}, "NFC"
-    ),
+    "qwen2": Preset(QWEN2_PATTERN, {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)}, "NFC"),
 }
 
 

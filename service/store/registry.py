@@ -74,8 +74,13 @@ class Registry:
         return len(self.tokenizers)
 
 
-def load_store(store: Path, engine_factory: EngineFactory | None = None) -> Registry:
-    """Load every manifest entry; a broken manifest gives an empty registry with one failure."""
+def load_store(
+    store: Path, engine_factory: EngineFactory | None = None, *, only: str | None = None
+) -> Registry:
+    """Load every manifest entry (or only the versions of the name `only`).
+
+    A broken manifest gives an empty registry with one failure.
+    """
     factory = engine_factory or python_engine()
     registry = Registry()
     started = time.perf_counter()
@@ -85,6 +90,8 @@ def load_store(store: Path, engine_factory: EngineFactory | None = None) -> Regi
         registry.failures.append(exc)
         return registry
     for entry in manifest.tokenizers:
+        if only is not None and entry.name != only:
+            continue
         try:
             loaded = load_entry(store, entry, factory)
         except StoreError as exc:

@@ -12,21 +12,32 @@ from service.store.registry import build, python_engine
 from service.store.validation import validate
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ["", "a", "hello world", "Hello, World! 123", "naïve café", "中文字符", "😀👍🏽", "\x00\t\n",
-           "<|endoftext|>", "  spaces   and\ttabs\n\n"]  # fmt: skip
+SAMPLES = ["", "a", "hello world", "Hello, World! 123", "naïve café", "中文字符", "😀👍🏽",
+           "\x00\t\n", "<|endoftext|>", "  spaces   and\ttabs\n\n"]  # fmt: skip
 
 
 def small_file(**changes: object) -> TokenizerFile:
     text = Path(__file__).read_text("utf-8") * 2
     model = train([text], 400, r" ?\w+| ?[^\w\s]+|\s+", ["<|endoftext|>"])
-    tf = TokenizerFile(name="small", version="1", rule="pairs", pattern=model.pattern,
-                       special_tokens=model.special_tokens, merges=model.merges)
+    tf = TokenizerFile(
+        name="small",
+        version="1",
+        rule="pairs",
+        pattern=model.pattern,
+        special_tokens=model.special_tokens,
+        merges=model.merges,
+    )
     return msgspec.structs.replace(tf, **changes)
 
 
 def ids_of(tf: TokenizerFile) -> list[list[int]]:
-    entry = ManifestEntry(name=tf.name, version=tf.version, path=f"{tf.name}/{tf.version}.json",
-                          sha256="0" * 64, default=True)
+    entry = ManifestEntry(
+        name=tf.name,
+        version=tf.version,
+        path=f"{tf.name}/{tf.version}.json",
+        sha256="0" * 64,
+        default=True,
+    )
     tok = build(entry, tf, python_engine()).tokenizer
     return [tok.encode(s, disallowed_special=frozenset()) for s in SAMPLES]
 
@@ -44,8 +55,9 @@ def test_the_layout_is_one_merge_per_line_and_valid_json() -> None:
     doc = json.loads(data)
     assert doc["format"] == "toksvc-bpe" and doc["format_version"] == 1
     lines = data.decode().splitlines()
-    assert sum(1 for line in lines if line.strip().startswith("[") and line.count(",") >= 2) \
-        == len(doc["merges"])
+    assert sum(1 for line in lines if line.strip().startswith("[") and line.count(",") >= 2) == len(
+        doc["merges"]
+    )
 
 
 def test_unknown_fields_are_refused() -> None:
@@ -75,8 +87,9 @@ def test_the_committed_schema_is_generated_from_the_definition() -> None:
         ({"tokens": [(300, "6162")]}, "tokens", "only allowed with the ranks rule"),
     ],
 )
-def test_validation_names_the_offending_entry(changes: dict[str, object], entry: str,
-                                              reason: str) -> None:
+def test_validation_names_the_offending_entry(
+    changes: dict[str, object], entry: str, reason: str
+) -> None:
     with pytest.raises(FormatError) as err:
         validate(small_file(**changes), "store/small/1.json")
     assert err.value.entry == entry
@@ -85,9 +98,15 @@ def test_validation_names_the_offending_entry(changes: dict[str, object], entry:
 
 
 def ranks_file(**changes: object) -> TokenizerFile:
-    tf = TokenizerFile(name="r", version="1", rule="ranks", pattern=None,
-                       byte_ids=list(range(1, 257)),
-                       merges=[(99, 100, 300), (98, 300, 301)], tokens=[(400, "7878")])
+    tf = TokenizerFile(
+        name="r",
+        version="1",
+        rule="ranks",
+        pattern=None,
+        byte_ids=list(range(1, 257)),
+        merges=[(99, 100, 300), (98, 300, 301)],
+        tokens=[(400, "7878")],
+    )
     return msgspec.structs.replace(tf, **changes)
 
 
@@ -96,8 +115,11 @@ def ranks_file(**changes: object) -> TokenizerFile:
     [
         ({"merges": [(99, 100, 300), (98, 300, 300)]}, "merges[1]", "greater than"),
         ({"merges": [(99, 100, 300), (99, 100, 301)]}, "merges[1]", "listed twice"),
-        ({"merges": [(99, 100, 300), (98, 99, 301), (301, 100, 302), (98, 300, 303)]},
-         "token 303", "same bytes"),
+        (
+            {"merges": [(99, 100, 300), (98, 99, 301), (301, 100, 302), (98, 300, 303)]},
+            "token 303",
+            "same bytes",
+        ),
         ({"tokens": [(5, "7878")]}, "tokens[0]", "defined twice"),
         ({"tokens": [(400, "zz")]}, "tokens[0]", "not hex"),
         ({"merges": [(99, 100, 400)]}, "merges[0]", "already defined"),
@@ -119,3 +141,15 @@ def test_extra_tokens_round_trip_through_the_ranks_rule() -> None:
     assert tok.encode("xx") == [400]
     assert tok.encode("abc") == [301]
     assert tok.decode([400, 301]) == "xxabc"
+
+
+def test_the_example_in_docs_format_md_loads_and_behaves_as_described() -> None:
+    text = (ROOT / "docs" / "format.md").read_text("utf-8")
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    tf = parse(example.encode())
+    validate(tf, "docs/format.md")
+    entry = ManifestEntry(name="tiny", version="1", path="tiny/1.json", sha256="0" * 64)
+    tok = build(entry, tf, python_engine()).tokenizer
+    assert tok.encode("abc") == [97, 256]
+    assert tok.decode([258]) == "abc"
+    assert not build(entry, tf, python_engine()).self_consistent

@@ -50,7 +50,7 @@ def test_allowing_one_special_still_refuses_the_other() -> None:
 
 
 def test_unknown_special_names_are_refused() -> None:
-    with pytest.raises(UnknownSpecialError, match="<|nope|>"):
+    with pytest.raises(UnknownSpecialError, match=r"<\|nope\|>"):
         make().encode("x", allowed_special={"<|nope|>"})
 
 

@@ -1,4 +1,7 @@
+from pathlib import Path
+
 import pytest
+import regex
 
 from service.bpe import PythonEngine, Tokenizer, Vocabulary, train
 from service.errors import ConfigError
@@ -32,7 +35,7 @@ def test_stops_early_below_min_frequency() -> None:
     model = train(["abcd"], 1000)
     assert model.merges == []
     model = train(["abab"], 1000, min_frequency=1)
-    assert [m[:2] for m in model.merges][0] == (97, 98)
+    assert model.merges[0][:2] == (97, 98)
     assert len(model.merges) < 1000 - 256
 
 
@@ -54,9 +57,8 @@ def test_merges_never_cross_pieces_or_special_tokens() -> None:
 
 
 def test_incremental_counts_agree_with_recounting_every_round() -> None:
-    text = open(__file__, encoding="utf-8").read()
+    text = Path(__file__).read_text("utf-8")
     pattern = r" ?\w+| ?[^\w\s]+|\s+"
-    import regex
 
     pieces = [p.encode() for p in regex.findall(pattern, text)]
     assert train([text], 256 + 60, pattern).merges == naive_train(pieces, 60)

@@ -1,0 +1,56 @@
+"""decode(encode(s)) == s for every string, on every shipped tokenizer; and tiktoken's exact ids."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from service.store.registry import Registry
+from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
+
+SHIPPED = ["bard@1", "bard@2", "cl100k_base", "gpt2", "o200k_base", "p50k_base", "qwen2", "qwen3"]
+
+# text rich in what breaks tokenizers: emoji (ZWJ, skin tones), both forms of accented letters,
+# control characters, CJK, Devanagari, digits, whitespace runs, and special-token literals
+pieces = st.sampled_from(
+    ["😀", "👩‍👩‍👧", "👍🏽", "é", "e\u0301", "\x00", "\x1b", "\r\n", "   ", "\t", "中文", "日本語",
+     "हिन्दी", "12345", "'s", "<|endoftext|>", "<|im_start|>", "<think>", "\ufeff", "\U0010ffff"]
+)  # fmt: skip
+texts = st.lists(st.one_of(st.text(max_size=12), pieces), max_size=12).map("".join)
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@pytest.mark.parametrize("ref", SHIPPED)
+@SETTINGS
+@given(text=texts)
+@example(text="")
+@example(text="a")
+@example(text="<|endoftext|>")
+def test_decode_encode_round_trips(registry: Registry, ref: str, text: str) -> None:
+    loaded = registry.resolve(ref)
+    tok = loaded.tokenizer
+    ids = tok.encode(text, disallowed_special=frozenset())
+    expected = text
+    if loaded.normalization != "none":
+        expected = unicodedata.normalize(loaded.normalization, text)
+    assert tok.decode(ids) == expected
+    assert tok.count(text, disallowed_special=frozenset()) == len(ids)
+
+
+@pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
+@SETTINGS
+@given(text=texts)
+def test_same_ids_as_tiktoken_on_generated_text(registry: Registry, name: str, text: str) -> None:
+    loaded = registry.resolve(name)
+    oracle = tiktoken_oracle(registry, name)
+    expected_input = text
+    if loaded.normalization != "none":
+        expected_input = unicodedata.normalize(loaded.normalization, text)
+    assert loaded.tokenizer.encode(text, disallowed_special=frozenset()) == oracle.encode(
+        expected_input, disallowed_special=()
+    )

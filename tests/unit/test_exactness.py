@@ -1,0 +1,87 @@
+"""Every imported tokenizer gives exactly the reference ids on every corpus in ../shared/corpus."""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import cache
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer as HFTokenizer
+
+from service.store.importers import from_gpt2
+from service.store.manifest import add_to_store
+from service.store.presets import PRESETS
+from service.store.registry import Registry, load_store
+from tests.conftest import TIKTOKEN_SOURCES, VOCAB, corpus_files, tiktoken_oracle
+
+CORPORA = corpus_files()
+
+
+@cache
+def text_of(path: Path) -> str:
+    return path.read_text("utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
+def test_same_ids_as_tiktoken(registry: Registry, name: str, corpus: Path) -> None:
+    loaded = registry.resolve(name)
+    text = text_of(corpus)
+    oracle = tiktoken_oracle(registry, name)
+    expected_input = text
+    if loaded.normalization != "none":
+        expected_input = unicodedata.normalize(loaded.normalization, text)
+    ours = loaded.tokenizer.encode(text, disallowed_special=frozenset())
+    assert ours == oracle.encode_ordinary(expected_input)
+    assert loaded.tokenizer.count(text, disallowed_special=frozenset()) == len(ours)
+
+
+@pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
+def test_special_tokens_match_tiktoken(registry: Registry, name: str) -> None:
+    loaded = registry.resolve(name)
+    oracle = tiktoken_oracle(registry, name)
+    specials = sorted(loaded.tokenizer.special_tokens)
+    text = "Hello" + "".join(f"{s} mid {i}" for i, s in enumerate(specials)) + " end"
+    assert loaded.tokenizer.encode(text, allowed_special="all") == oracle.encode(
+        text, allowed_special="all"
+    )
+    with pytest.raises(ValueError):
+        oracle.encode(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
+def test_qwen_matches_hugging_face_tokenizers(registry: Registry, corpus: Path) -> None:
+    hf = HFTokenizer.from_file(str(VOCAB / "qwen3_tokenizer.json"))
+    text = text_of(corpus)
+    expected = hf.encode(text, add_special_tokens=False).ids
+    assert registry.resolve("qwen3").tokenizer.encode(text) == expected
+    assert registry.resolve("qwen2").tokenizer.encode(text) == expected
+
+
+def test_qwen_preset_lists_the_added_tokens_of_tokenizer_json(registry: Registry) -> None:
+    assert registry.resolve("qwen3").tokenizer.special_tokens == PRESETS["qwen2"].special_tokens
+
+
+@pytest.mark.slow
+def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
+    registry: Registry, tmp_path: Path
+) -> None:
+    preset = PRESETS["gpt2"]
+    tf = from_gpt2(
+        VOCAB / "encoder.json",
+        VOCAB / "vocab.bpe",
+        name="gpt2",
+        version="orig",
+        pattern=preset.pattern,
+        special_tokens=preset.special_tokens,
+    )
+    add_to_store(tmp_path, tf)
+    imported = load_store(tmp_path).resolve("gpt2@orig")
+    assert imported.rule == "pairs" and imported.self_consistent
+    shipped = registry.resolve("gpt2").tokenizer
+    for corpus in CORPORA:
+        text = text_of(corpus)[:300_000]
+        assert imported.tokenizer.encode(text) == shipped.encode(text), corpus.name
