@@ -50,11 +50,11 @@ class UndecodableBytesError(InputError):
 
 
 class SurrogateError(InputError):
-    def __init__(self, position: int) -> None:
+    def __init__(self, position: int, where: str = "character {} of the text") -> None:
         self.position = position
         super().__init__(
-            f"text contains a lone surrogate at character {position}; it is not a Unicode "
-            f"scalar value and cannot be encoded as UTF-8"
+            f"a lone surrogate at {where.format(position)}: it is not a Unicode scalar value "
+            f"and cannot be encoded as UTF-8; send well-formed UTF-16 pairs or real characters"
         )
 
 
@@ -123,6 +123,12 @@ class TokenizerNotFoundError(ToksvcError):
 class NotReadyError(ToksvcError):
     def __init__(self) -> None:
         super().__init__("the tokenizer registry is not loaded yet; retry shortly")
+
+
+class TooManyStreamsError(ToksvcError):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"this worker already serves {limit} streams; retry shortly")
 
 
 class LimitExceededError(ToksvcError):

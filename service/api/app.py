@@ -1,0 +1,69 @@
+"""The Litestar application: lifespan loads the registry, `app.state` carries it to handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+
+import service
+from service.api import metrics, problems
+from service.api.routes import ROUTES, refuse_lone_surrogates
+from service.api.streaming import StreamSlots, decode_stream, decode_ws
+from service.settings import Settings
+from service.store.registry import Registry, load_store
+
+log = logging.getLogger("toksvc")
+
+
+def create_app(settings: Settings | None = None, registry: Registry | None = None) -> Litestar:
+    """Build the app. Without a registry, the store loads in a thread after start-up: `/healthz`
+    answers at once, `/readyz` and the API answer 503 until the registry is there."""
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        task = None
+        if app.state.registry is None:
+            task = asyncio.create_task(_load(app.state, settings))
+        yield
+        if task is not None and not task.done():
+            task.cancel()
+
+    state = State({"settings": settings, "registry": registry,
+                   "stream_slots": StreamSlots(settings.max_streams_per_worker)})  # fmt: skip
+    if registry is not None:
+        metrics.publish_registry(registry)
+    return Litestar(
+        route_handlers=[*ROUTES, decode_stream, decode_ws, metrics.MetricsController],
+        state=state,
+        lifespan=[lifespan],
+        before_request=refuse_lone_surrogates,
+        exception_handlers=problems.EXCEPTION_HANDLERS,
+        middleware=[metrics.prometheus_config().middleware],
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="toksvc",
+            version=service.__version__,
+            description="Exact BPE token ids, counts, decoding and streaming decode.",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
+        ),
+    )
+
+
+async def _load(state: State, settings: Settings) -> None:
+    registry = await anyio.to_thread.run_sync(load_store, settings.store)
+    for failure in registry.failures:
+        log.error("store: %s", failure)
+    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
+             registry.load_seconds)  # fmt: skip
+    state.registry = registry
+    metrics.publish_registry(registry)

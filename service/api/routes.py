@@ -1,0 +1,235 @@
+"""The request/response endpoints: tokenizers, encode, count, decode, decode/step, probes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from litestar import Request, Response, get, post
+from litestar.datastructures import State
+from litestar.exceptions import ValidationException
+from litestar.params import FromPath, JSONBody
+
+from service.api import metrics, problems
+from service.api.wire import (
+    CountRequest,
+    CountResponse,
+    DecodeRequest,
+    DecodeResponse,
+    DecodeResult,
+    DecodeStepRequest,
+    DecodeStepResponse,
+    EncodeRequest,
+    EncodeResponse,
+    EncodeResult,
+    HealthResponse,
+    SpecialList,
+    TokenizerInfoResponse,
+    TokenizerListResponse,
+    TokenizerRef,
+)
+from service.bpe import SpecialSet, StreamDecoder, Tokenizer
+from service.errors import LimitExceededError, NotReadyError, SurrogateError
+from service.settings import Settings
+from service.store.registry import LoadedTokenizer, Registry
+
+T = TypeVar("T")
+INLINE_WORK_BYTES = 16 * 1024  # smaller requests run on the event loop; larger ones in a thread
+
+
+# --- shared helpers ----------------------------------------------------------------------------
+
+
+def registry_of(state: State) -> Registry:
+    registry: Registry | None = state.registry
+    if registry is None or not len(registry):
+        raise NotReadyError()
+    return registry
+
+
+def resolve(state: State, ref: str) -> LoadedTokenizer:
+    return registry_of(state).resolve(ref)
+
+
+def ref_of(t: LoadedTokenizer) -> TokenizerRef:
+    return TokenizerRef(name=t.name, version=t.version, sha256=t.sha256)
+
+
+async def run_work(size: int, fn: Callable[[], T]) -> T:
+    """Run small work inline and large work in a worker thread, so a megabyte of text never blocks
+    the event loop and a 200-byte request never pays for a thread hop."""
+    if size <= INLINE_WORK_BYTES:
+        return fn()
+    return await anyio.to_thread.run_sync(fn)
+
+
+def special_set(value: SpecialList) -> SpecialSet:
+    return "all" if value == "all" else frozenset(value)
+
+
+def exactly_one(a: object, b: object, names: str) -> None:
+    if (a is None) == (b is None):
+        raise ValidationException(f"give exactly one of {names}")
+
+
+def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
+    if n_items > settings.max_batch_items:
+        raise LimitExceededError("items per batch", settings.max_batch_items, n_items)
+    if n_ids > settings.max_ids_per_request:
+        raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
+
+
+async def refuse_lone_surrogates(request: Request[Any, Any, Any]) -> None:
+    """JSON may escape a lone surrogate (\\ud800), which is no character: say so (422), instead of
+    letting the JSON parser call the body malformed. Scans only bodies holding `\\u` escapes."""
+    if request.method != "POST" or request.scope["type"] != "http":
+        return
+    body = await request.body()
+    if b"\\u" not in body:
+        return
+    matches = list(_SURROGATE_ESCAPE.finditer(body))
+    i = 0
+    while i < len(matches):
+        high = matches[i].group(1).lower() in b"89ab"
+        pair = high and i + 1 < len(matches) and matches[i + 1].start() == matches[i].end()
+        if pair and matches[i + 1].group(1).lower() in b"cdef":
+            i += 2
+            continue
+        raise SurrogateError(matches[i].end() - 6, "byte {} of the request body")
+
+
+# --- tokenizers and probes -----------------------------------------------------------------------
+
+
+def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
+    m = t.metadata
+    return TokenizerInfoResponse(
+        name=t.name, version=t.version, ref=t.ref, default=t.is_default, sha256=t.sha256,
+        rule=t.rule, vocab_size=t.tokenizer.n_vocab, special_tokens=t.tokenizer.special_tokens,
+        normalization=t.normalization, pattern=t.pattern, self_consistent=t.self_consistent,
+        description=m.description, source=m.source, license=m.license, created=m.created,
+    )  # fmt: skip
+
+
+@get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False)
+def list_tokenizers(state: State) -> TokenizerListResponse:
+    return TokenizerListResponse(tokenizers=[info_of(t) for t in registry_of(state)])
+
+
+@get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False)
+def get_tokenizer(state: State, ref: FromPath[str]) -> TokenizerInfoResponse:
+    return info_of(resolve(state, ref))
+
+
+@get("/healthz", opt={"operation": "health"}, sync_to_thread=False)
+def healthz() -> HealthResponse:
+    return HealthResponse(status="ok")
+
+
+@get("/readyz", opt={"operation": "health"}, sync_to_thread=False)
+def readyz(state: State) -> Response[Any]:
+    registry: Registry | None = state.registry
+    if registry is None or not len(registry):
+        failures = [str(f) for f in registry.failures] if registry else []
+        doc = problems.problem(503, "not-ready", "Not ready", str(NotReadyError()),
+                               failures=failures)  # fmt: skip
+        return problems.response(doc, {"Retry-After": "1"})
+    failures = [str(f) for f in registry.failures] or None
+    return Response(HealthResponse(status="ready", tokenizers=len(registry), failures=failures))
+
+
+# --- encode and count ------------------------------------------------------------------------------
+
+
+def _texts(state: State, data: EncodeRequest) -> list[str]:
+    exactly_one(data.text, data.texts, "`text` or `texts`")
+    texts = [data.text] if data.text is not None else data.texts or []
+    check_items(state.settings, len(texts))
+    return texts
+
+
+@post("/v1/tokenizers/{ref:str}/encode", status_code=200, opt={"operation": "encode"})
+async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
+    t = resolve(state, ref)
+    texts = _texts(state, data)
+    work = partial(_encode_all, t.tokenizer, texts, special_set(data.allowed_special),
+                   special_set(data.disallowed_special))  # fmt: skip
+    size = sum(map(len, texts))
+    results = await run_work(size, work)
+    metrics.record(t.ref, "encode", sum(map(len, results)), size)
+    if data.text is not None:
+        return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]))
+    return EncodeResponse(
+        tokenizer=ref_of(t), results=[EncodeResult(ids=ids, count=len(ids)) for ids in results]
+    )
+
+
+def _encode_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
+                disallowed: SpecialSet) -> list[list[int]]:  # fmt: skip
+    return [tok.encode(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
+
+
+@post("/v1/tokenizers/{ref:str}/count", status_code=200, opt={"operation": "count"})
+async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
+    t = resolve(state, ref)
+    texts = _texts(state, data)
+    work = partial(_count_all, t.tokenizer, texts, special_set(data.allowed_special),
+                   special_set(data.disallowed_special))  # fmt: skip
+    size = sum(map(len, texts))
+    counts = await run_work(size, work)
+    total = sum(counts)
+    metrics.record(t.ref, "count", total, size)
+    if data.text is not None:
+        return CountResponse(tokenizer=ref_of(t), count=counts[0])
+    return CountResponse(tokenizer=ref_of(t), counts=counts, total=total)
+
+
+def _count_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
+               disallowed: SpecialSet) -> list[int]:  # fmt: skip
+    return [tok.count(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
+
+
+# --- decode ------------------------------------------------------------------------------------
+
+
+@post("/v1/tokenizers/{ref:str}/decode", status_code=200, opt={"operation": "decode"})
+async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
+    t = resolve(state, ref)
+    exactly_one(data.ids, data.batch, "`ids` or `batch`")
+    batch = [data.ids] if data.ids is not None else data.batch or []
+    n_ids = sum(map(len, batch))
+    check_items(state.settings, len(batch), n_ids)
+    results = await run_work(n_ids * 4, partial(_decode_all, t.tokenizer, batch, data))
+    metrics.record(t.ref, "decode", n_ids, sum(len(r.text or r.base64 or "") for r in results))
+    if data.ids is not None:
+        return DecodeResponse(tokenizer=ref_of(t), text=results[0].text,
+                              base64=results[0].base64)  # fmt: skip
+    return DecodeResponse(tokenizer=ref_of(t), results=results)
+
+
+def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> list[DecodeResult]:
+    if data.output == "base64":
+        return [DecodeResult(base64=tok.decode_bytes(ids)) for ids in batch]
+    return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
+
+
+@post("/v1/tokenizers/{ref:str}/decode/step", status_code=200, opt={"operation": "decode_stream"})
+async def decode_step(state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]) -> DecodeStepResponse:
+    """Stateless streaming decode: the returned `state` carries the held-back bytes."""
+    t = resolve(state, ref)
+    check_items(state.settings, 1, len(data.ids))
+    decoder = StreamDecoder.resume(t.tokenizer.decode_bytes, data.state, data.errors)
+    text = decoder.decode(data.ids)
+    if data.final:
+        text += decoder.flush()
+    metrics.record(t.ref, "decode_stream", len(data.ids), len(text))
+    return DecodeStepResponse(text=text, state=decoder.state(), tokenizer=ref_of(t))
+
+
+ROUTES = [list_tokenizers, get_tokenizer, healthz, readyz, encode, count, decode, decode_step]

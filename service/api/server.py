@@ -1,0 +1,35 @@
+"""`toksvc serve`: uvicorn with one or more worker processes, metrics summed across workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import uvicorn
+
+from service.settings import Settings
+
+
+def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int) -> None:
+    # Workers read their settings from the environment, so pass the command line's choices on.
+    os.environ["TOKSVC_STORE"] = str(store)
+    # prometheus_client's multiprocess mode: every worker writes its samples to files in this
+    # directory and /metrics sums them; it must be set before any worker imports the client.
+    metrics_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        uvicorn.run(
+            "service.api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            timeout_graceful_shutdown=10,
+            timeout_keep_alive=5,
+            log_level="info",
+            access_log=False,
+        )
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)

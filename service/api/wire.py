@@ -1,0 +1,136 @@
+"""Request and response bodies: strict msgspec Structs (unknown fields and wrong types refused)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+SpecialList = list[str] | Literal["all"]
+Ids = list[int]
+ErrorsMode = Literal["strict", "replace"]
+
+
+class _Request(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class _Response(Struct, frozen=True, omit_defaults=True, kw_only=True):
+    pass
+
+
+class TokenizerRef(_Response):
+    """Which exact vocabulary produced a result: name, version and the file's sha256."""
+
+    name: str
+    version: str
+    sha256: str
+
+
+class EncodeRequest(_Request):
+    """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
+
+    text: str | None = None
+    texts: list[str] | None = None
+    allowed_special: SpecialList = msgspec.field(default_factory=list)
+    disallowed_special: SpecialList = "all"
+
+
+class CountRequest(EncodeRequest):
+    pass
+
+
+class EncodeResult(_Response):
+    ids: Ids
+    count: int
+
+
+class EncodeResponse(_Response):
+    tokenizer: TokenizerRef
+    ids: Ids | None = None
+    count: int | None = None
+    results: list[EncodeResult] | None = None
+
+
+class CountResponse(_Response):
+    tokenizer: TokenizerRef
+    count: int | None = None
+    counts: list[int] | None = None
+    total: int | None = None
+
+
+class DecodeRequest(_Request):
+    """Exactly one of `ids` or `batch`; `output: "base64"` returns the raw bytes instead of text."""
+
+    ids: Ids | None = None
+    batch: list[Ids] | None = None
+    errors: ErrorsMode = "strict"
+    output: Literal["text", "base64"] = "text"
+
+
+class DecodeResult(_Response):
+    text: str | None = None
+    base64: bytes | None = None
+
+
+class DecodeResponse(_Response):
+    tokenizer: TokenizerRef
+    text: str | None = None
+    base64: bytes | None = None
+    results: list[DecodeResult] | None = None
+
+
+class DecodeStepRequest(_Request):
+    """One step of a stateless stream: pass back the previous step's `state` (null to start)."""
+
+    ids: Ids = msgspec.field(default_factory=list)
+    state: str | None = None
+    final: bool = False
+    errors: ErrorsMode = "replace"
+
+
+class DecodeStepResponse(_Response):
+    text: str
+    state: str
+    tokenizer: TokenizerRef
+
+
+class StreamChunkRequest(_Request):
+    """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`."""
+
+    ids: Ids = msgspec.field(default_factory=list)
+    final: bool = False
+
+
+class StreamTextResponse(_Response):
+    text: str
+    done: bool = False
+
+
+class TokenizerInfoResponse(_Response):
+    name: str
+    version: str
+    ref: str
+    default: bool
+    sha256: str
+    rule: Literal["pairs", "ranks"]
+    vocab_size: Annotated[int, Meta(description="defined ids, special tokens included")]
+    special_tokens: dict[str, int]
+    normalization: str
+    pattern: str | None
+    self_consistent: bool
+    description: str
+    source: str
+    license: str
+    created: str
+
+
+class TokenizerListResponse(_Response):
+    tokenizers: list[TokenizerInfoResponse]
+
+
+class HealthResponse(_Response):
+    status: str
+    tokenizers: int | None = None
+    failures: list[str] | None = None

@@ -1,0 +1,170 @@
+"""The HTTP contract, through Litestar's in-process test client."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from service.api.app import create_app
+from service.settings import Settings
+from service.store.registry import Registry
+
+LIMITS = Settings(max_batch_items=4, max_ids_per_request=50, max_body_bytes=64 * 1024)
+
+
+@pytest.fixture(scope="module")
+def client(registry: Registry) -> Iterator[TestClient[Any]]:
+    with TestClient(create_app(LIMITS, registry)) as c:
+        yield c
+
+
+def problem(response: Any, status: int, kind: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    doc: dict[str, Any] = response.json()
+    assert doc["type"] == f"/problems/{kind}"
+    assert doc["status"] == status and doc["title"] and doc["detail"]
+    return doc
+
+
+def test_list_and_get_tokenizers(client: TestClient[Any], registry: Registry) -> None:
+    listed = client.get("/v1/tokenizers").json()["tokenizers"]
+    assert {t["ref"] for t in listed} == {t.ref for t in registry}
+    one = client.get("/v1/tokenizers/cl100k_base").json()
+    assert one["ref"] == "cl100k_base@1" and one["default"] is True and one["rule"] == "ranks"
+    assert one["vocab_size"] == 100261 and one["special_tokens"]["<|endoftext|>"] == 100257
+    assert client.get("/v1/tokenizers/bard@1").json()["default"] is False
+
+
+def test_encode_single_and_batch(client: TestClient[Any], registry: Registry) -> None:
+    tok = registry.resolve("o200k_base")
+    r = client.post("/v1/tokenizers/o200k_base/encode", json={"text": "Hello, world"}).json()
+    assert r["ids"] == tok.tokenizer.encode("Hello, world") and r["count"] == len(r["ids"])
+    assert r["tokenizer"] == {"name": "o200k_base", "version": "1", "sha256": tok.sha256}
+    r = client.post("/v1/tokenizers/o200k_base@1/encode", json={"texts": ["a b", "", "中文"]}).json()
+    assert [x["ids"] for x in r["results"]] == [tok.tokenizer.encode(t) for t in ["a b", "", "中文"]]
+
+
+def test_special_token_policy(client: TestClient[Any]) -> None:
+    url = "/v1/tokenizers/cl100k_base/encode"
+    doc = problem(client.post(url, json={"text": "hi <|endoftext|>"}), 422,
+                  "disallowed-special-token")  # fmt: skip
+    assert doc["token"] == "<|endoftext|>" and doc["position"] == 3
+    allowed = client.post(url, json={"text": "hi <|endoftext|>", "allowed_special": "all"}).json()
+    assert allowed["ids"][-1] == 100257
+    as_text = client.post(url, json={"text": "<|endoftext|>", "disallowed_special": []}).json()
+    assert 100257 not in as_text["ids"]
+    problem(client.post(url, json={"text": "x", "allowed_special": ["<|nope|>"]}), 422,
+            "unknown-special-token")  # fmt: skip
+
+
+def test_count(client: TestClient[Any], registry: Registry) -> None:
+    tok = registry.resolve("qwen2").tokenizer
+    r = client.post("/v1/tokenizers/qwen2/count", json={"text": "Hello 世界"}).json()
+    assert r["count"] == len(tok.encode("Hello 世界")) and "ids" not in r
+    r = client.post("/v1/tokenizers/qwen2/count", json={"texts": ["a", "bb cc"]}).json()
+    assert r["counts"] == [1, len(tok.encode("bb cc"))] and r["total"] == sum(r["counts"])
+    assert r["tokenizer"]["name"] == "qwen2"
+
+
+def test_decode_text_bytes_and_batch(client: TestClient[Any]) -> None:
+    url = "/v1/tokenizers/cl100k_base/decode"
+    assert client.post(url, json={"ids": [15339, 1917]}).json()["text"] == "hello world"
+    r = client.post(url, json={"ids": [15339, 1917], "output": "base64"}).json()
+    assert base64.b64decode(r["base64"]) == b"hello world" and "text" not in r
+    r = client.post(url, json={"batch": [[15339], [1917]]}).json()
+    assert [x["text"] for x in r["results"]] == ["hello", " world"]
+    half = client.post("/v1/tokenizers/gpt2/decode", json={"ids": [19526], "errors": "replace"})
+    assert "\ufffd" in half.json()["text"]
+
+
+def test_decode_errors_name_what_was_wrong(client: TestClient[Any]) -> None:
+    doc = problem(client.post("/v1/tokenizers/gpt2/decode", json={"ids": [31373, -1, 99999999]}),
+                  422, "unknown-token-id")  # fmt: skip
+    assert doc["ids"] == [-1, 99999999]
+    doc = problem(client.post("/v1/tokenizers/gpt2/decode", json={"ids": [31373, 19526]}), 422,
+                  "undecodable-bytes")  # fmt: skip
+    assert doc["offset"] == 5 and doc["bytes"]
+
+
+def test_lone_surrogate_is_422_naming_the_offset(client: TestClient[Any]) -> None:
+    body = b'{"text": "ab\\ud800c"}'
+    r = client.post("/v1/tokenizers/gpt2/encode", content=body,
+                    headers={"content-type": "application/json"})  # fmt: skip
+    assert problem(r, 422, "lone-surrogate")["position"] == body.index(b"\\ud800")
+    pair = client.post("/v1/tokenizers/gpt2/count", content=b'{"text": "\\ud83d\\ude00"}',
+                       headers={"content-type": "application/json"})  # fmt: skip
+    assert pair.status_code == 200 and pair.json()["count"] >= 1
+    escaped = client.post("/v1/tokenizers/gpt2/count", content=b'{"text": "\\\\ud800"}',
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert escaped.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{", b'{"text": 5}', b'{"text": "a", "texts": ["b"]}', b"{}", b'{"text": "a", "x": 1}',
+     b'{"texts": "not a list"}', b"[]"],
+)  # fmt: skip
+def test_malformed_and_invalid_bodies_are_400(client: TestClient[Any], body: bytes) -> None:
+    r = client.post("/v1/tokenizers/gpt2/encode", content=body,
+                    headers={"content-type": "application/json"})  # fmt: skip
+    problem(r, 400, "invalid-body")
+
+
+def test_unknown_tokenizer_lists_what_exists(client: TestClient[Any]) -> None:
+    for ref in ("nope", "gpt2@9", "gpt2%00", "gpt2@1%00", "gpt2@"):
+        doc = problem(client.post(f"/v1/tokenizers/{ref}/count", json={"text": "x"}), 404,
+                      "unknown-tokenizer")  # fmt: skip
+        assert "gpt2@1" in doc["available"]
+    for path in ("..%2Fgpt2", "gpt2%2F..", "../gpt2", ".."):  # no route matches these
+        problem(client.post(f"/v1/tokenizers/{path}/count", json={"text": "x"}), 404, "not-found")
+
+
+def test_limits_are_413(client: TestClient[Any]) -> None:
+    problem(client.post("/v1/tokenizers/gpt2/count", json={"texts": ["a"] * 5}), 413,
+            "limit-exceeded")  # fmt: skip
+    problem(client.post("/v1/tokenizers/gpt2/decode", json={"ids": [1] * 51}), 413,
+            "limit-exceeded")  # fmt: skip
+    problem(client.post("/v1/tokenizers/gpt2/count", json={"text": "a" * 70_000}), 413,
+            "limit-exceeded")  # fmt: skip
+
+
+def test_decode_step_carries_held_back_bytes(client: TestClient[Any], registry: Registry) -> None:
+    url = "/v1/tokenizers/cl100k_base/decode/step"
+    byte_ids = registry.resolve("cl100k_base").tokenizer.vocab.byte_ids
+    ids = [byte_ids[b] for b in "中文".encode()]  # one id per byte: every step cuts a character
+    texts, state = [], None
+    for i in ids:
+        r = client.post(url, json={"ids": [i], "state": state}).json()
+        texts.append(r["text"])
+        state = r["state"]
+    last = client.post(url, json={"ids": [], "state": state, "final": True}).json()
+    assert [*texts, last["text"]] == ["", "", "中", "", "", "文", ""]
+    problem(client.post(url, json={"ids": [], "state": "forged"}), 422, "invalid-stream-state")
+    r = client.post(url, json={"ids": ids[:2], "final": True, "errors": "replace"}).json()
+    assert r["text"] == "\ufffd"
+    r = client.post(url, json={"ids": ids[:2], "final": True, "errors": "strict"})
+    assert problem(r, 422, "undecodable-bytes")["offset"] == 0
+
+
+def test_probes_and_schema(client: TestClient[Any]) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json()["status"] == "ready"
+    schema = client.get("/schema/openapi.json").json()
+    assert "/v1/tokenizers/{ref}/encode" in schema["paths"]
+    assert client.get("/schema").status_code == 200
+
+
+def test_not_ready_is_503_with_retry_after() -> None:
+    app = create_app(Settings(store=LIMITS.store))
+    app.state.registry = None
+    with TestClient(app) as c:
+        app.state.registry = None  # keep it unloaded while we ask
+        r = c.post("/v1/tokenizers/gpt2/count", json={"text": "x"})
+        problem(r, 503, "not-ready")
+        assert r.headers["retry-after"] == "1"
+        problem(c.get("/readyz"), 503, "not-ready")
