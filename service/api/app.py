@@ -15,7 +15,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
 from service.api import metrics, problems
-from service.api.routes import ROUTES, refuse_lone_surrogates
+from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws
 from service.settings import Settings
 from service.store.registry import Registry, load_store
@@ -45,7 +45,6 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         route_handlers=[*ROUTES, decode_stream, decode_ws, metrics.MetricsController],
         state=state,
         lifespan=[lifespan],
-        before_request=refuse_lone_surrogates,
         exception_handlers=problems.EXCEPTION_HANDLERS,
         middleware=[metrics.prometheus_config().middleware],
         request_max_body_size=settings.max_body_bytes,

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.types import ExceptionHandlersMap
 
 from service import errors as e
 
@@ -96,10 +97,12 @@ def http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[byte
 
 def internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return response(problem(500, "internal-error", "Internal error", "an unexpected error; see logs"))
+    return response(
+        problem(500, "internal-error", "Internal error", "an unexpected error; see logs")
+    )
 
 
-EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     e.ToksvcError: domain_handler,
     HTTPException: http_handler,
     Exception: internal_handler,

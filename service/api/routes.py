@@ -88,8 +88,6 @@ _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F
 async def refuse_lone_surrogates(request: Request[Any, Any, Any]) -> None:
     """JSON may escape a lone surrogate (\\ud800), which is no character: say so (422), instead of
     letting the JSON parser call the body malformed. Scans only bodies holding `\\u` escapes."""
-    if request.method != "POST" or request.scope["type"] != "http":
-        return
     body = await request.body()
     if b"\\u" not in body:
         return
@@ -104,7 +102,7 @@ async def refuse_lone_surrogates(request: Request[Any, Any, Any]) -> None:
         raise SurrogateError(matches[i].end() - 6, "byte {} of the request body")
 
 
-# --- tokenizers and probes -----------------------------------------------------------------------
+# --- tokenizers and probes ----------------------------------------------------------------
 
 
 def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
@@ -136,15 +134,15 @@ def healthz() -> HealthResponse:
 def readyz(state: State) -> Response[Any]:
     registry: Registry | None = state.registry
     if registry is None or not len(registry):
-        failures = [str(f) for f in registry.failures] if registry else []
+        reasons = [str(f) for f in registry.failures] if registry else []
         doc = problems.problem(503, "not-ready", "Not ready", str(NotReadyError()),
-                               failures=failures)  # fmt: skip
+                               failures=reasons)  # fmt: skip
         return problems.response(doc, {"Retry-After": "1"})
     failures = [str(f) for f in registry.failures] or None
     return Response(HealthResponse(status="ready", tokenizers=len(registry), failures=failures))
 
 
-# --- encode and count ------------------------------------------------------------------------------
+# --- encode and count ---------------------------------------------------------------------
 
 
 def _texts(state: State, data: EncodeRequest) -> list[str]:
@@ -154,7 +152,12 @@ def _texts(state: State, data: EncodeRequest) -> list[str]:
     return texts
 
 
-@post("/v1/tokenizers/{ref:str}/encode", status_code=200, opt={"operation": "encode"})
+@post(
+    "/v1/tokenizers/{ref:str}/encode",
+    status_code=200,
+    opt={"operation": "encode"},
+    before_request=refuse_lone_surrogates,
+)
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
     t = resolve(state, ref)
     texts = _texts(state, data)
@@ -175,7 +178,12 @@ def _encode_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
     return [tok.encode(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
 
 
-@post("/v1/tokenizers/{ref:str}/count", status_code=200, opt={"operation": "count"})
+@post(
+    "/v1/tokenizers/{ref:str}/count",
+    status_code=200,
+    opt={"operation": "count"},
+    before_request=refuse_lone_surrogates,
+)
 async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
     t = resolve(state, ref)
     texts = _texts(state, data)
@@ -198,7 +206,12 @@ def _count_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
 # --- decode ------------------------------------------------------------------------------------
 
 
-@post("/v1/tokenizers/{ref:str}/decode", status_code=200, opt={"operation": "decode"})
+@post(
+    "/v1/tokenizers/{ref:str}/decode",
+    status_code=200,
+    opt={"operation": "decode"},
+    before_request=refuse_lone_surrogates,
+)
 async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
     t = resolve(state, ref)
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
@@ -219,8 +232,15 @@ def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> 
     return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
 
 
-@post("/v1/tokenizers/{ref:str}/decode/step", status_code=200, opt={"operation": "decode_stream"})
-async def decode_step(state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]) -> DecodeStepResponse:
+@post(
+    "/v1/tokenizers/{ref:str}/decode/step",
+    status_code=200,
+    opt={"operation": "decode_stream"},
+    before_request=refuse_lone_surrogates,
+)
+async def decode_step(
+    state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]
+) -> DecodeStepResponse:
     """Stateless streaming decode: the returned `state` carries the held-back bytes."""
     t = resolve(state, ref)
     check_items(state.settings, 1, len(data.ids))

@@ -1,9 +1,10 @@
 """Connection-bound streaming decode: NDJSON over one HTTP request, and a WebSocket.
 
-`decode/stream` is a raw ASGI handler on purpose: it owns `receive` and `send`, so it reads the
-request body line by line as the client sends it and writes (and flushes) one output line per
-input line, before the body has ended. Litestar's `Stream` response would not do that: its
-disconnect listener consumes `receive()` messages.
+`decode/stream` hands the connection to a raw ASGI app: it reads the request body line by line as
+the client sends it and writes (and flushes) one output line per input line, before the body has
+ended. (Litestar's `Stream` response would not: its disconnect listener consumes `receive()`; and
+an `@asgi` handler cannot take a path parameter for HTTP in Litestar 2.25, routing fails with
+KeyError 'POST'.)
 
 Errors before the first output byte are problem responses; after it, the stream ends with one line
 `{"error": <problem>}`, since the status line has gone out already.
@@ -12,21 +13,27 @@ Errors before the first output byte are problem responses; after it, the stream 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs
 
 import anyio
 import msgspec
-from litestar import WebSocket, asgi, websocket
+from litestar import WebSocket, post, websocket
+from litestar.datastructures import State
 from litestar.exceptions import WebSocketDisconnect
-from litestar.params import FromPath
-from litestar.types import Receive, Scope, Send
+from litestar.params import FromPath, FromQuery
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Receive,
+    Scope,
+    Send,
+)
 
 from service.api import metrics, problems
-from service.api.routes import registry_of
-from service.api.wire import StreamChunkRequest, StreamTextResponse
+from service.api.routes import resolve
+from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
 from service.bpe import StreamDecoder
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
 from service.settings import Settings
@@ -43,17 +50,22 @@ class StreamSlots:
         self.limit = limit
         self.open = 0
 
-    @asynccontextmanager
-    async def take(self, kind: str) -> AsyncIterator[None]:
+    def acquire(self, kind: str) -> Callable[[], None]:
+        """Take a slot now (or raise); the returned function gives it back, once."""
         if self.open >= self.limit:
             raise TooManyStreamsError(self.limit)
         self.open += 1
         metrics.ACTIVE_STREAMS.labels(kind).inc()
-        try:
-            yield
-        finally:
-            self.open -= 1
-            metrics.ACTIVE_STREAMS.labels(kind).dec()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.open -= 1
+                metrics.ACTIVE_STREAMS.labels(kind).dec()
+
+        return release
 
 
 class StreamBudget:
@@ -77,55 +89,54 @@ class StreamBudget:
         return left
 
 
-def _errors_mode(scope: Scope) -> str:
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    mode = query.get("errors", ["replace"])[-1]
-    if mode not in ("strict", "replace"):
-        raise ToksvcError(f"errors must be strict or replace, not {mode!r}")
-    return mode
-
-
-async def _send_problem(send: Send, doc: dict[str, Any]) -> None:
-    headers = [(b"content-type", problems.PROBLEM_JSON.encode())]
-    if doc["status"] in (429, 503):
-        headers.append((b"retry-after", b"1"))
-    await send({"type": "http.response.start", "status": doc["status"], "headers": headers})
-    await send({"type": "http.response.body", "body": _encode(doc)})
-
-
-@asgi("/v1/tokenizers/{ref:str}/decode/stream", opt={"operation": "decode_stream"}, copy_scope=True)
-async def decode_stream(scope: Scope, receive: Receive, send: Send) -> None:
+@post(
+    "/v1/tokenizers/{ref:str}/decode/stream",
+    status_code=200,
+    media_type=NDJSON,
+    opt={"operation": "decode_stream"},
+)
+async def decode_stream(
+    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
+) -> ASGIApp:
     """NDJSON in (`{"ids": [...]}` per line), NDJSON out (`{"text": ...}` per line, then
-    `{"text": ..., "done": true}`). Query parameter `errors`: replace (default) or strict."""
-    state = scope["litestar_app"].state
-    if scope["method"] != "POST":
-        doc = problems.problem(405, "method-not-allowed", "Method not allowed", "use POST")
-        return await _send_problem(send, doc)
-    try:
-        loaded = registry_of(state).resolve(scope["path_params"]["ref"])
-        errors = _errors_mode(scope)
-        async with state.stream_slots.take("ndjson"):
-            await _pump(loaded.ref, StreamDecoder(loaded.tokenizer.decode_bytes, errors),
-                        state.settings, receive, send)  # fmt: skip
-    except ToksvcError as exc:
-        await _send_problem(send, problems.for_error(exc))
+    `{"text": ..., "done": true}`), each line answered as soon as it arrives.
+
+    The handler returns a raw ASGI app, which owns `receive` and `send` for the rest of the
+    request: Litestar's `Stream` response would consume `receive()` in its disconnect listener.
+    """
+    loaded = resolve(state, ref)
+    decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+    release = state.stream_slots.acquire("ndjson")
+
+    async def stream(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await _pump(loaded.ref, decoder, state.settings, receive, send)
+        finally:
+            release()
+
+    return stream
 
 
-async def _pump(ref: str, decoder: StreamDecoder, settings: Settings, receive: Receive,
-                send: Send) -> None:  # fmt: skip
+async def _pump(
+    ref: str, decoder: StreamDecoder, settings: Settings, receive: Receive, send: Send
+) -> None:
     budget = StreamBudget(settings)
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", NDJSON.encode()), (b"cache-control", b"no-store")]})
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", NDJSON.encode()), (b"cache-control", b"no-store")],
+    }
+    await send(start)
     buffer = b""
     more = True
     try:
         while more:
             with anyio.fail_after(budget.seconds_left()):
                 message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            buffer += message.get("body", b"")
-            more = message.get("more_body", False)
+            if message["type"] != "http.request":
+                return  # the client went away
+            buffer += message["body"]
+            more = message["more_body"]
             *lines, buffer = buffer.split(b"\n")
             if not more:
                 lines.append(buffer)
@@ -140,11 +151,15 @@ async def _pump(ref: str, decoder: StreamDecoder, settings: Settings, receive: R
                     metrics.record(ref, "decode_stream", len(chunk.ids), len(text))
                     out.append(_encode(StreamTextResponse(text=text)) + b"\n")
             if out:
-                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
+                await send(_body(b"".join(out), more=True))
         last = StreamTextResponse(text=decoder.flush(), done=True)
-        await send({"type": "http.response.body", "body": _encode(last) + b"\n"})
+        await send(_body(_encode(last) + b"\n", more=False))
     except (ToksvcError, msgspec.MsgspecError, TimeoutError) as exc:
-        await send({"type": "http.response.body", "body": _error_line(exc)})
+        await send(_body(_error_line(exc), more=False))
+
+
+def _body(data: bytes, *, more: bool) -> HTTPResponseBodyEvent:
+    return {"type": "http.response.body", "body": data, "more_body": more}
 
 
 def _error_line(exc: Exception) -> bytes:
@@ -158,18 +173,25 @@ def _error_line(exc: Exception) -> bytes:
 
 
 @websocket("/v1/tokenizers/{ref:str}/decode/ws", opt={"operation": "decode_stream"})
-async def decode_ws(socket: WebSocket[Any, Any, Any], ref: FromPath[str]) -> None:
+async def decode_ws(
+    socket: WebSocket[Any, Any, Any], ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
+) -> None:
     """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
     Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
     state = socket.app.state
     await socket.accept()
     try:
-        loaded = registry_of(state).resolve(ref)
-        decoder = StreamDecoder(loaded.tokenizer.decode_bytes, _errors_mode(socket.scope))
-        async with state.stream_slots.take("websocket"):
+        loaded = resolve(state, ref)
+        decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+        release = state.stream_slots.acquire("websocket")
+        try:
             await _ws_loop(socket, loaded.ref, decoder, state.settings)
+        finally:
+            release()
     except WebSocketDisconnect:
         return
+    except TooManyStreamsError as exc:
+        await _ws_fail(socket, problems.for_error(exc), 1013)  # try again later
     except ToksvcError as exc:
         await _ws_fail(socket, problems.for_error(exc), 1008)
 
@@ -182,7 +204,9 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDe
             with anyio.fail_after(min(settings.ws_idle_seconds, budget.seconds_left())):
                 raw = await socket.receive_data("text")
         except TimeoutError:
-            doc = problems.for_error(LimitExceededError("idle seconds", int(settings.ws_idle_seconds)))
+            doc = problems.for_error(
+                LimitExceededError("idle seconds", int(settings.ws_idle_seconds))
+            )
             return await _ws_fail(socket, doc, 1008)
         try:
             chunk = _chunk.decode(raw)

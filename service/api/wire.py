@@ -20,7 +20,7 @@ class _Response(Struct, frozen=True, omit_defaults=True, kw_only=True):
     pass
 
 
-class TokenizerRef(_Response):
+class TokenizerRef(_Response, frozen=True):
     """Which exact vocabulary produced a result: name, version and the file's sha256."""
 
     name: str
@@ -28,7 +28,7 @@ class TokenizerRef(_Response):
     sha256: str
 
 
-class EncodeRequest(_Request):
+class EncodeRequest(_Request, frozen=True):
     """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
 
     text: str | None = None
@@ -37,30 +37,30 @@ class EncodeRequest(_Request):
     disallowed_special: SpecialList = "all"
 
 
-class CountRequest(EncodeRequest):
+class CountRequest(EncodeRequest, frozen=True):
     pass
 
 
-class EncodeResult(_Response):
+class EncodeResult(_Response, frozen=True):
     ids: Ids
     count: int
 
 
-class EncodeResponse(_Response):
+class EncodeResponse(_Response, frozen=True):
     tokenizer: TokenizerRef
     ids: Ids | None = None
     count: int | None = None
     results: list[EncodeResult] | None = None
 
 
-class CountResponse(_Response):
+class CountResponse(_Response, frozen=True):
     tokenizer: TokenizerRef
     count: int | None = None
     counts: list[int] | None = None
     total: int | None = None
 
 
-class DecodeRequest(_Request):
+class DecodeRequest(_Request, frozen=True):
     """Exactly one of `ids` or `batch`; `output: "base64"` returns the raw bytes instead of text."""
 
     ids: Ids | None = None
@@ -69,19 +69,19 @@ class DecodeRequest(_Request):
     output: Literal["text", "base64"] = "text"
 
 
-class DecodeResult(_Response):
+class DecodeResult(_Response, frozen=True):
     text: str | None = None
     base64: bytes | None = None
 
 
-class DecodeResponse(_Response):
+class DecodeResponse(_Response, frozen=True):
     tokenizer: TokenizerRef
     text: str | None = None
     base64: bytes | None = None
     results: list[DecodeResult] | None = None
 
 
-class DecodeStepRequest(_Request):
+class DecodeStepRequest(_Request, frozen=True):
     """One step of a stateless stream: pass back the previous step's `state` (null to start)."""
 
     ids: Ids = msgspec.field(default_factory=list)
@@ -90,25 +90,25 @@ class DecodeStepRequest(_Request):
     errors: ErrorsMode = "replace"
 
 
-class DecodeStepResponse(_Response):
+class DecodeStepResponse(_Response, frozen=True):
     text: str
     state: str
     tokenizer: TokenizerRef
 
 
-class StreamChunkRequest(_Request):
+class StreamChunkRequest(_Request, frozen=True):
     """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`."""
 
     ids: Ids = msgspec.field(default_factory=list)
     final: bool = False
 
 
-class StreamTextResponse(_Response):
+class StreamTextResponse(_Response, frozen=True):
     text: str
     done: bool = False
 
 
-class TokenizerInfoResponse(_Response):
+class TokenizerInfoResponse(_Response, frozen=True):
     name: str
     version: str
     ref: str
@@ -126,11 +126,11 @@ class TokenizerInfoResponse(_Response):
     created: str
 
 
-class TokenizerListResponse(_Response):
+class TokenizerListResponse(_Response, frozen=True):
     tokenizers: list[TokenizerInfoResponse]
 
 
-class HealthResponse(_Response):
+class HealthResponse(_Response, frozen=True):
     status: str
     tokenizers: int | None = None
     failures: list[str] | None = None

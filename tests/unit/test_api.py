@@ -45,8 +45,12 @@ def test_encode_single_and_batch(client: TestClient[Any], registry: Registry) ->
     r = client.post("/v1/tokenizers/o200k_base/encode", json={"text": "Hello, world"}).json()
     assert r["ids"] == tok.tokenizer.encode("Hello, world") and r["count"] == len(r["ids"])
     assert r["tokenizer"] == {"name": "o200k_base", "version": "1", "sha256": tok.sha256}
-    r = client.post("/v1/tokenizers/o200k_base@1/encode", json={"texts": ["a b", "", "中文"]}).json()
-    assert [x["ids"] for x in r["results"]] == [tok.tokenizer.encode(t) for t in ["a b", "", "中文"]]
+    r = client.post(
+        "/v1/tokenizers/o200k_base@1/encode", json={"texts": ["a b", "", "中文"]}
+    ).json()
+    assert [x["ids"] for x in r["results"]] == [
+        tok.tokenizer.encode(t) for t in ["a b", "", "中文"]
+    ]
 
 
 def test_special_token_policy(client: TestClient[Any]) -> None:

@@ -1,0 +1,122 @@
+"""Streaming decode over real HTTP: NDJSON with a chunked body, the WebSocket, and limits."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from service.store.registry import Registry
+from tests.integration.conftest import Server
+from tests.integration.rawhttp import NdjsonStream
+
+PATH = "/v1/tokenizers/cl100k_base/decode/stream"
+
+
+def byte_ids(registry: Registry, text: str) -> list[int]:
+    table = registry.resolve("cl100k_base").tokenizer.vocab.byte_ids
+    return [table[b] for b in text.encode()]
+
+
+def test_each_line_is_answered_before_the_body_ends(server: Server, registry: Registry) -> None:
+    ids = byte_ids(registry, "a中")  # 'a', then three bytes of one character
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send({"ids": ids[:2]})
+        assert stream.read_line() == {"text": "a"}  # the body is still open
+        assert stream.status == 200
+        assert stream.headers["content-type"].startswith("application/x-ndjson")
+        stream.send({"ids": ids[2:3]})
+        assert stream.read_line() == {"text": ""}  # half a character is held back
+        stream.send({"ids": ids[3:]})
+        assert stream.read_line() == {"text": "中"}
+        stream.end_body()
+        assert stream.read_all() == [{"text": "", "done": True}]
+    finally:
+        stream.close()
+
+
+def test_a_line_split_across_chunks_and_a_last_line_without_newline(server: Server) -> None:
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send_raw(b'{"ids": [153')
+        stream.send_raw(b'39]}\n{"ids": [1917]}')
+        stream.end_body()
+        assert stream.read_all() == [{"text": "hello"}, {"text": " world"},
+                                     {"text": "", "done": True}]  # fmt: skip
+    finally:
+        stream.close()
+
+
+def test_strict_mode_ends_the_stream_with_a_typed_error(server: Server, registry: Registry) -> None:
+    ids = byte_ids(registry, "中")
+    stream = NdjsonStream(server.port, PATH + "?errors=strict")
+    try:
+        stream.send({"ids": ids[:1]})
+        assert stream.read_line() == {"text": ""}
+        stream.send({"ids": byte_ids(registry, "x")})
+        error = stream.read_line()
+        assert error is not None and error["error"]["type"] == "/problems/undecodable-bytes"
+        assert error["error"]["offset"] == 0 and error["error"]["bytes"] == "e4"
+    finally:
+        stream.close()
+
+
+def test_a_bad_line_ends_the_stream_with_400_problem(server: Server) -> None:
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send_raw(b"not json\n")
+        line = stream.read_line()
+        assert line is not None and line["error"]["type"] == "/problems/invalid-body"
+    finally:
+        stream.close()
+
+
+def test_unknown_tokenizer_before_streaming_is_a_404_problem(server: Server) -> None:
+    r = httpx.post(f"{server.base}/v1/tokenizers/nope/decode/stream", content=b'{"ids": []}\n')
+    assert r.status_code == 404 and r.json()["type"] == "/problems/unknown-tokenizer"
+
+
+def test_websocket_round_trip(server: Server, registry: Registry) -> None:
+    ids = byte_ids(registry, "é!")
+    url = f"ws://127.0.0.1:{server.port}/v1/tokenizers/cl100k_base/decode/ws"
+    with connect(url) as ws:
+        ws.send(json.dumps({"ids": ids[:1]}))
+        assert json.loads(ws.recv(timeout=10)) == {"text": ""}
+        ws.send(json.dumps({"ids": ids[1:]}))
+        assert json.loads(ws.recv(timeout=10)) == {"text": "é!"}
+        ws.send(json.dumps({"ids": ids[:1], "final": True}))
+        assert json.loads(ws.recv(timeout=10)) == {"text": "\ufffd", "done": True}
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000
+
+
+def test_websocket_bad_message_and_idle_timeout(server: Server) -> None:
+    url = f"ws://127.0.0.1:{server.port}/v1/tokenizers/cl100k_base/decode/ws"
+    with connect(url) as ws:
+        ws.send("not json")
+        assert json.loads(ws.recv(timeout=10))["error"]["type"] == "/problems/invalid-body"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+    with connect(url) as ws:  # the test server closes idle sockets after 2 s
+        message = json.loads(ws.recv(timeout=10))
+        assert message["error"]["type"] == "/problems/limit-exceeded"
+
+
+def test_too_many_streams_get_503_with_retry_after(server: Server) -> None:
+    open_streams = [NdjsonStream(server.port, PATH) for _ in range(4)]  # the server allows 4
+    try:
+        for s in open_streams:
+            s.send({"ids": [15339]})
+            assert s.read_line() == {"text": "hello"}
+        r = httpx.post(f"{server.base}{PATH}", content=b'{"ids": [15339]}\n', timeout=10)
+        assert r.status_code == 503 and r.headers["retry-after"] == "1"
+        assert r.json()["type"] == "/problems/too-many-streams"
+    finally:
+        for s in open_streams:
+            s.close()
