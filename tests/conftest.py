@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tiktoken.load import load_tiktoken_bpe
 
 from service.settings import BUNDLED_STORE
 from service.store.registry import Registry, load_store
+from tests.serverproc import Server, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
@@ -32,6 +34,14 @@ def corpus_files() -> list[Path]:
     files = sorted(CORPUS.glob("*.txt"))
     assert files, f"no corpus in {CORPUS}: set TOKSVC_SHARED to the shared/ folder"
     return files
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """One real server for the whole run, with small stream limits the tests can reach."""
+    s = start_server(1, TOKSVC_MAX_STREAMS_PER_WORKER="4", TOKSVC_WS_IDLE_SECONDS="2")
+    yield s
+    stop_server(s)
 
 
 @pytest.fixture(scope="session")

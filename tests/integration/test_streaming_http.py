@@ -10,8 +10,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from service.store.registry import Registry
-from tests.integration.conftest import Server
 from tests.integration.rawhttp import NdjsonStream
+from tests.serverproc import Server
 
 PATH = "/v1/tokenizers/cl100k_base/decode/stream"
 

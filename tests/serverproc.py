@@ -1,4 +1,4 @@
-"""A real `toksvc serve` process on a free loopback port, for everything that depends on HTTP."""
+"""Start and stop a real `toksvc serve` process on a free loopback port (127.0.0.1 only)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.conftest import ROOT
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -60,10 +59,3 @@ def stop_server(server: Server) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
-
-
-@pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
-    s = start_server(1, TOKSVC_MAX_STREAMS_PER_WORKER="4", TOKSVC_WS_IDLE_SECONDS="2")
-    yield s
-    stop_server(s)
