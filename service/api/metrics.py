@@ -3,6 +3,7 @@ at a fresh directory before any worker starts, and `/metrics` sums all workers' 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from litestar import Request
@@ -38,9 +39,15 @@ STORE_LOADED = Gauge(
 )
 
 
-def record(tokenizer: str, operation: str, tokens: int, text_bytes: int) -> None:
+def record(tokenizer: str, operation: str, tokens: int, texts: Iterable[str | bytes]) -> None:
+    """Count the tokens and the UTF-8 bytes of the texts (or raw bytes) an operation handled."""
     TOKENS.labels(tokenizer, operation).inc(tokens)
-    TEXT_BYTES.labels(tokenizer, operation).inc(text_bytes)
+    TEXT_BYTES.labels(tokenizer, operation).inc(
+        sum(
+            len(t) if isinstance(t, bytes) else len(t.encode("utf-8", "surrogatepass"))
+            for t in texts
+        )
+    )
 
 
 def publish_registry(registry: Registry) -> None:

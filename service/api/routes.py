@@ -165,7 +165,7 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
                    special_set(data.disallowed_special))  # fmt: skip
     size = sum(map(len, texts))
     results = await run_work(size, work)
-    metrics.record(t.ref, "encode", sum(map(len, results)), size)
+    metrics.record(t.ref, "encode", sum(map(len, results)), texts)
     if data.text is not None:
         return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]))
     return EncodeResponse(
@@ -192,7 +192,7 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
     size = sum(map(len, texts))
     counts = await run_work(size, work)
     total = sum(counts)
-    metrics.record(t.ref, "count", total, size)
+    metrics.record(t.ref, "count", total, texts)
     if data.text is not None:
         return CountResponse(tokenizer=ref_of(t), count=counts[0])
     return CountResponse(tokenizer=ref_of(t), counts=counts, total=total)
@@ -219,7 +219,7 @@ async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]
     n_ids = sum(map(len, batch))
     check_items(state.settings, len(batch), n_ids)
     results = await run_work(n_ids * 4, partial(_decode_all, t.tokenizer, batch, data))
-    metrics.record(t.ref, "decode", n_ids, sum(len(r.text or r.base64 or "") for r in results))
+    metrics.record(t.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
         return DecodeResponse(tokenizer=ref_of(t), text=results[0].text,
                               base64=results[0].base64)  # fmt: skip
@@ -248,7 +248,7 @@ async def decode_step(
     text = decoder.decode(data.ids)
     if data.final:
         text += decoder.flush()
-    metrics.record(t.ref, "decode_stream", len(data.ids), len(text))
+    metrics.record(t.ref, "decode_stream", len(data.ids), [text])
     return DecodeStepResponse(text=text, state=decoder.state(), tokenizer=ref_of(t))
 
 

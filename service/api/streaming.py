@@ -148,7 +148,7 @@ async def _pump(
                     chunk = _chunk.decode(line)
                     budget.spend(len(chunk.ids))
                     text = decoder.decode(chunk.ids)
-                    metrics.record(ref, "decode_stream", len(chunk.ids), len(text))
+                    metrics.record(ref, "decode_stream", len(chunk.ids), [text])
                     out.append(_encode(StreamTextResponse(text=text)) + b"\n")
             if out:
                 await send(_body(b"".join(out), more=True))
@@ -215,7 +215,7 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDe
             return await _ws_fail(socket, doc, 1007)
         budget.spend(len(chunk.ids))
         text = decoder.decode(chunk.ids)
-        metrics.record(ref, "decode_stream", len(chunk.ids), len(text))
+        metrics.record(ref, "decode_stream", len(chunk.ids), [text])
         if chunk.final:
             done = StreamTextResponse(text=text + decoder.flush(), done=True)
             await socket.send_data(_encode(done).decode())

@@ -172,3 +172,21 @@ def test_not_ready_is_503_with_retry_after() -> None:
         problem(r, 503, "not-ready")
         assert r.headers["retry-after"] == "1"
         problem(c.get("/readyz"), 503, "not-ready")
+
+
+def test_metrics_count_tokens_and_utf8_bytes(client: TestClient[Any]) -> None:
+    def sample(name: str, **labels: str) -> float:
+        for line in client.get("/metrics").text.splitlines():
+            if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    labels = {"tokenizer": "p50k_base@1", "operation": "encode"}
+    before = sample("toksvc_tokens_total", **labels), sample("toksvc_text_bytes_total", **labels)
+    ids = client.post("/v1/tokenizers/p50k_base/encode", json={"text": "中 a"}).json()["ids"]
+    after = sample("toksvc_tokens_total", **labels), sample("toksvc_text_bytes_total", **labels)
+    assert after[0] - before[0] == len(ids)
+    assert after[1] - before[1] == len("中 a".encode())
+    text = client.get("/metrics").text
+    assert 'toksvc_tokenizer_info{default="true",name="p50k_base"' in text
+    assert 'toksvc_requests_total{app_name="toksvc",method="POST",operation="encode"' in text
