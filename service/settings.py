@@ -10,6 +10,16 @@ from pathlib import Path
 from service.errors import ConfigError
 
 BUNDLED_STORE = Path(__file__).resolve().parent.parent / "tokenizers_store"
+_POSITIVE = {
+    "workers",
+    "max_body_bytes",
+    "max_batch_items",
+    "max_ids_per_request",
+    "max_stream_ids",
+    "max_stream_seconds",
+    "ws_idle_seconds",
+    "max_streams_per_worker",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +28,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
-    piece_cache_size: int = 65536  # encoded pieces kept per tokenizer (LRU)
+    engine: str = "auto"  # auto: tiktoken's core where exact, else the reference; python: reference
+    piece_cache_size: int = 65536  # encoded pieces kept per tokenizer by the Python engine (LRU)
+    text_cache_bytes: int = 64 * 1024 * 1024  # whole texts -> ids, shared by all tokenizers
     # request limits, enforced before any work is done
     max_body_bytes: int = 8 * 1024 * 1024
     max_batch_items: int = 1024
@@ -44,7 +56,9 @@ class Settings:
                     f"TOKSVC_{f.name.upper()}={raw!r} is not a valid {kind.__name__}"
                 ) from None
         settings = cls(**values)  # type: ignore[arg-type]
+        if settings.engine not in ("auto", "python"):
+            raise ConfigError(f"TOKSVC_ENGINE={settings.engine!r}: use auto or python")
         for name, value in values.items():
-            if isinstance(value, int | float) and value < (0 if name == "port" else 1):
+            if isinstance(value, int | float) and value < (1 if name in _POSITIVE else 0):
                 raise ConfigError(f"TOKSVC_{name.upper()}={value} is out of range")
         return settings

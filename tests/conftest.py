@@ -11,6 +11,7 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 from service.settings import BUNDLED_STORE
+from service.store.engines import engine_factory
 from service.store.registry import Registry, load_store
 from tests.serverproc import Server, start_server, stop_server
 
@@ -46,7 +47,16 @@ def server() -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def registry() -> Registry:
-    reg = load_store(BUNDLED_STORE)
+    """The bundled store as the service runs it: the fast engine wherever it is exact."""
+    reg = load_store(BUNDLED_STORE, engine_factory("auto"))
+    assert not reg.failures, reg.failures
+    return reg
+
+
+@pytest.fixture(scope="session")
+def reference() -> Registry:
+    """The bundled store on the pure-Python reference engine only."""
+    reg = load_store(BUNDLED_STORE, engine_factory("python"))
     assert not reg.failures, reg.failures
     return reg
 

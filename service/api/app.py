@@ -18,7 +18,7 @@ from service.api import metrics, problems
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws
 from service.settings import Settings
-from service.store.registry import Registry, load_store
+from service.store.registry import Registry, load_registry
 
 log = logging.getLogger("toksvc")
 
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
 
 
 async def _load(state: State, settings: Settings) -> None:
-    registry = await anyio.to_thread.run_sync(load_store, settings.store)
+    registry = await anyio.to_thread.run_sync(load_registry, settings)
     for failure in registry.failures:
         log.error("store: %s", failure)
     log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,

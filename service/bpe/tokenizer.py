@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence, Set
 from functools import lru_cache
 from typing import Literal
 
+from service.bpe.cache import TextCache
 from service.bpe.engine import Engine
 from service.bpe.vocab import Vocabulary
 from service.errors import (
@@ -41,9 +42,16 @@ class Tokenizer:
         engine: Engine,
         special_tokens: Mapping[str, int] | None = None,
         normalization: Normalization = "none",
+        *,
+        cache: TextCache | None = None,
+        cache_owner: str = "",
     ) -> None:
+        """`cache` keeps whole ordinary texts -> ids; `cache_owner` must name this exact
+        vocabulary (the store uses the file's sha256)."""
         self.vocab = vocab
         self.engine = engine
+        self._cache = cache
+        self._owner = cache_owner
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
         self._decoder: dict[int, bytes] = dict(vocab.decoder)
@@ -67,7 +75,7 @@ class Tokenizer:
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
             if special_id is None:
-                out += self.engine.encode_ordinary(self._normalize(segment))
+                out += self._ordinary(self._normalize(segment))
             else:
                 out.append(special_id)
         return out
@@ -81,15 +89,22 @@ class Tokenizer:
     ) -> int:
         total = 0
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
-            if special_id is None:
+            if special_id is not None:
+                total += 1
+            elif self._cache is None:  # no ids list is kept: the engine only counts
                 total += self.engine.count_ordinary(self._normalize(segment))
             else:
-                total += 1
+                total += len(self._ordinary(self._normalize(segment)))
         return total
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode with every special-token literal treated as ordinary text."""
         return self.encode(text, disallowed_special=frozenset())
+
+    def _ordinary(self, text: str) -> Sequence[int]:
+        if self._cache is None:
+            return self.engine.encode_ordinary(text)
+        return self._cache.ids(self._owner, text, self.engine.encode_ordinary)
 
     def _normalize(self, text: str) -> str:
         form = self.normalization

@@ -8,28 +8,26 @@ others load.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
-from service.bpe import Engine, Normalization, PythonEngine, Rule, Tokenizer, Vocabulary
+from service.bpe import Normalization, Rule, Tokenizer, Vocabulary
+from service.bpe.cache import TextCache
 from service.errors import (
     FormatError,
     HashMismatchError,
     StoreError,
     TokenizerNotFoundError,
 )
+from service.settings import Settings
+from service.store.engines import EngineFactory
+from service.store.engines import engine_factory as engine_factory_for
 from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.manifest import ManifestEntry, read_manifest, sha256_hex
 from service.store.validation import validate
-
-EngineFactory = Callable[[Vocabulary, "str | None"], Engine]
-
-
-def python_engine(cache_size: int = 65536) -> EngineFactory:
-    return lambda vocab, pattern: PythonEngine(vocab, pattern, cache_size)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -75,13 +73,18 @@ class Registry:
 
 
 def load_store(
-    store: Path, engine_factory: EngineFactory | None = None, *, only: str | None = None
+    store: Path,
+    engine_factory: EngineFactory | None = None,
+    *,
+    only: str | None = None,
+    text_cache: TextCache | None = None,
 ) -> Registry:
     """Load every manifest entry (or only the versions of the name `only`).
 
-    A broken manifest gives an empty registry with one failure.
+    A broken manifest gives an empty registry with one failure. `text_cache`, if given, is shared
+    by all tokenizers (entries are keyed by each file's sha256).
     """
-    factory = engine_factory or python_engine()
+    factory = engine_factory or engine_factory_for()
     registry = Registry()
     started = time.perf_counter()
     try:
@@ -93,7 +96,7 @@ def load_store(
         if only is not None and entry.name != only:
             continue
         try:
-            loaded = load_entry(store, entry, factory)
+            loaded = load_entry(store, entry, factory, text_cache)
         except StoreError as exc:
             registry.failures.append(exc)
             continue
@@ -104,7 +107,18 @@ def load_store(
     return registry
 
 
-def load_entry(store: Path, entry: ManifestEntry, factory: EngineFactory) -> LoadedTokenizer:
+def load_registry(settings: Settings) -> Registry:
+    """The registry the service runs on, with the engines and caches the settings ask for."""
+    return load_store(
+        settings.store,
+        engine_factory_for(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
+        text_cache=TextCache(settings.text_cache_bytes),
+    )
+
+
+def load_entry(
+    store: Path, entry: ManifestEntry, factory: EngineFactory, text_cache: TextCache | None = None
+) -> LoadedTokenizer:
     path = store / entry.path
     where = str(path)
     try:
@@ -123,17 +137,30 @@ def load_entry(store: Path, entry: ManifestEntry, factory: EngineFactory) -> Loa
             where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
         )
     validate(tf, where)
-    return build(entry, tf, factory)
+    return build(entry, tf, factory, text_cache)
 
 
-def build(entry: ManifestEntry, tf: TokenizerFile, factory: EngineFactory) -> LoadedTokenizer:
+def build(
+    entry: ManifestEntry,
+    tf: TokenizerFile,
+    factory: EngineFactory,
+    text_cache: TextCache | None = None,
+) -> LoadedTokenizer:
     vocab = Vocabulary.build(
         tf.rule,
         tf.merges,
         tf.byte_ids if tf.byte_ids is not None else range(256),
         {tid: bytes.fromhex(h) for tid, h in tf.tokens},
     )
-    tokenizer = Tokenizer(vocab, factory(vocab, tf.pattern), tf.special_tokens, tf.normalization)
+    self_consistent = vocab.self_consistent()
+    tokenizer = Tokenizer(
+        vocab,
+        factory(vocab, tf.pattern, self_consistent),
+        tf.special_tokens,
+        tf.normalization,
+        cache=text_cache,
+        cache_owner=entry.sha256,
+    )
     return LoadedTokenizer(
         name=entry.name,
         version=entry.version,
@@ -144,5 +171,5 @@ def build(entry: ManifestEntry, tf: TokenizerFile, factory: EngineFactory) -> Lo
         normalization=tf.normalization,
         metadata=tf.metadata,
         tokenizer=tokenizer,
-        self_consistent=vocab.self_consistent(),
+        self_consistent=self_consistent,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
+from service.store.engines import engine_factory
 from service.store.importers import from_gpt2
 from service.store.manifest import add_to_store
 from service.store.presets import PRESETS
@@ -24,10 +25,14 @@ def text_of(path: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ["registry", "reference"])
 @pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
 @pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
-def test_same_ids_as_tiktoken(registry: Registry, name: str, corpus: Path) -> None:
-    loaded = registry.resolve(name)
+def test_same_ids_as_tiktoken(
+    request: pytest.FixtureRequest, registry: Registry, engine: str, name: str, corpus: Path
+) -> None:
+    """Both engines: the fast one the service runs, and the pure-Python reference."""
+    loaded = request.getfixturevalue(engine).resolve(name)
     text = text_of(corpus)
     oracle = tiktoken_oracle(registry, name)
     expected_input = text
@@ -79,7 +84,7 @@ def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
         special_tokens=preset.special_tokens,
     )
     add_to_store(tmp_path, tf)
-    imported = load_store(tmp_path).resolve("gpt2@orig")
+    imported = load_store(tmp_path, engine_factory("python")).resolve("gpt2@orig")
     assert imported.rule == "pairs" and imported.self_consistent
     shipped = registry.resolve("gpt2").tokenizer
     for corpus in CORPORA:

@@ -6,9 +6,10 @@ import pytest
 
 from service.bpe import train
 from service.errors import FormatError
+from service.store.engines import engine_factory
 from service.store.fileformat import TokenizerFile, dumps, json_schema, parse
 from service.store.manifest import ManifestEntry
-from service.store.registry import build, python_engine
+from service.store.registry import build
 from service.store.validation import validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def ids_of(tf: TokenizerFile) -> list[list[int]]:
         sha256="0" * 64,
         default=True,
     )
-    tok = build(entry, tf, python_engine()).tokenizer
+    tok = build(entry, tf, engine_factory("python")).tokenizer
     return [tok.encode(s, disallowed_special=frozenset()) for s in SAMPLES]
 
 
@@ -136,7 +137,7 @@ def test_extra_tokens_round_trip_through_the_ranks_rule() -> None:
     tf = ranks_file()
     validate(tf, "r.json")
     entry = ManifestEntry(name="r", version="1", path="r/1.json", sha256="0" * 64)
-    tok = build(entry, tf, python_engine()).tokenizer
+    tok = build(entry, tf, engine_factory("python")).tokenizer
     # byte b has id b + 1; "xx" is an extra token (hex 7878) that no merge expresses
     assert tok.encode("xx") == [400]
     assert tok.encode("abc") == [301]
@@ -149,7 +150,7 @@ def test_the_example_in_docs_format_md_loads_and_behaves_as_described() -> None:
     tf = parse(example.encode())
     validate(tf, "docs/format.md")
     entry = ManifestEntry(name="tiny", version="1", path="tiny/1.json", sha256="0" * 64)
-    tok = build(entry, tf, python_engine()).tokenizer
+    tok = build(entry, tf, engine_factory("python")).tokenizer
     assert tok.encode("abc") == [97, 256]
     assert tok.decode([258]) == "abc"
-    assert not build(entry, tf, python_engine()).self_consistent
+    assert not build(entry, tf, engine_factory("python")).self_consistent

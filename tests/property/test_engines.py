@@ -1,0 +1,25 @@
+"""Differential: the fast engine equals the reference engine on generated text, for every shipped
+tokenizer (the corpora are covered in tests/unit/test_exactness.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from service.store.registry import Registry
+from tests.property.test_roundtrip import SHIPPED, texts
+
+
+@pytest.mark.parametrize("ref", SHIPPED)
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(text=texts)
+def test_fast_engine_equals_reference(registry: Registry, reference: Registry, ref: str,
+                                      text: str) -> None:  # fmt: skip
+    fast, ref_tok = registry.resolve(ref).tokenizer, reference.resolve(ref).tokenizer
+    assert fast.encode(text, disallowed_special=frozenset()) == ref_tok.encode(
+        text, disallowed_special=frozenset()
+    )
+    assert fast.count(text, allowed_special="all", disallowed_special=frozenset()) == ref_tok.count(
+        text, allowed_special="all", disallowed_special=frozenset()
+    )

@@ -1,0 +1,44 @@
+from service.bpe.cache import TextCache
+from service.store.registry import Registry
+
+
+def test_hits_return_the_computed_ids_and_owners_are_kept_apart() -> None:
+    cache = TextCache(max_bytes=1 << 20)
+    calls: list[str] = []
+
+    def compute(text: str) -> list[int]:
+        calls.append(text)
+        return [len(text), 7]
+
+    assert list(cache.ids("a", "hello", compute)) == [5, 7]
+    assert list(cache.ids("a", "hello", compute)) == [5, 7]
+    assert list(cache.ids("b", "hello", compute)) == [5, 7]
+    assert calls == ["hello", "hello"]
+    assert (cache.hits, cache.misses) == (1, 2)
+
+
+def test_the_byte_bound_evicts_least_recently_used() -> None:
+    cache = TextCache(max_bytes=2000)
+    for i in range(100):
+        cache.ids("o", f"text number {i}", lambda t: list(range(50)))
+    assert 0 < len(cache) < 100
+    assert cache.bytes <= 2000
+    cache.ids("o", "text number 99", lambda t: [])  # most recent: still there
+    assert cache.hits == 1
+
+
+def test_large_texts_bypass_the_cache() -> None:
+    cache = TextCache(max_bytes=1 << 20, max_text_chars=10)
+    cache.ids("o", "x" * 11, lambda t: [1])
+    assert len(cache) == 0
+
+
+def test_a_cached_tokenizer_gives_the_same_ids(registry: Registry) -> None:
+    tok = registry.resolve("cl100k_base").tokenizer
+    cache = TextCache(max_bytes=1 << 20)
+    cached = type(tok)(tok.vocab, tok.engine, tok.special_tokens, cache=cache, cache_owner="x")
+    text = "The same system prompt, again and again. 中文 🙂"
+    for _ in range(3):
+        assert cached.encode(text) == tok.encode(text)
+        assert cached.count(text) == tok.count(text)
+    assert cache.hits == 5 and cache.misses == 1
