@@ -28,9 +28,8 @@ class TextCache:
         self._lock = threading.Lock()
 
     def ids(self, owner: str, text: str, compute: Callable[[str], list[int]]) -> array[int]:
-        """The ids of text, from the cache or computed (and kept, if small enough)."""
-        if len(text) > self.max_text_chars or self.max_bytes <= 0:
-            return array("I", compute(text))
+        """The ids of text, from the cache or computed and kept. Callers send only texts of at
+        most `max_text_chars` (larger ones are rarely repeated and would crowd the rest out)."""
         key = (owner, text)
         with self._lock:
             found = self._entries.get(key)

@@ -1,9 +1,15 @@
-"""A vocabulary built from validated merge triples: what the merge rules and the decoder look up."""
+"""A vocabulary built from validated merge triples: what the merge rules and the decoder look up.
+
+Kept compact, because a worker holds every shipped vocabulary: token bytes in a list indexed by
+id, the merge triples in a flat array; the look-up dicts the Python engine needs (`merges`,
+`encoder`) are built on first use, so a vocabulary served by the fast engine never pays for them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -12,20 +18,20 @@ Rule = Literal["pairs", "ranks"]
 IDENTITY_BYTE_IDS: tuple[int, ...] = tuple(range(256))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Vocabulary:
-    """The tokens of one tokenizer, without its special tokens.
+    """The tokens of one tokenizer, without its special tokens."""
 
-    `merges` maps (left id, right id) -> new id (the `pairs` rule's rank); `encoder` maps token
-    bytes -> id (the `ranks` rule's rank; empty for `pairs`, where two ids may share bytes);
-    `decoder` maps every id -> its bytes.
-    """
+    __slots__ = ("_encoder", "_merges", "_triples", "byte_ids", "rule", "tokens")
 
-    rule: Rule
-    byte_ids: tuple[int, ...]
-    merges: Mapping[tuple[int, int], int]
-    encoder: Mapping[bytes, int]
-    decoder: Mapping[int, bytes]
+    def __init__(
+        self, rule: Rule, byte_ids: Sequence[int], tokens: list[bytes | None], triples: array[int]
+    ) -> None:
+        self.rule = rule
+        self.byte_ids = tuple(byte_ids)
+        self.tokens = tokens  # tokens[id] = the token's bytes, None where no token has that id
+        self._triples = triples  # left, right, new, left, right, new, ...
+        self._merges: dict[tuple[int, int], int] | None = None
+        self._encoder: dict[bytes, int] | None = None
 
     @classmethod
     def build(
@@ -34,19 +40,47 @@ class Vocabulary:
         merges: Sequence[tuple[int, int, int]],
         byte_ids: Sequence[int] = IDENTITY_BYTE_IDS,
         extra_tokens: Mapping[int, bytes] | None = None,
+        *,
+        token_bytes: Mapping[int, bytes] | None = None,
     ) -> Vocabulary:
-        """Build from input the store has validated (children defined before use, ids unique)."""
-        decoder: dict[int, bytes] = {tid: bytes([b]) for b, tid in enumerate(byte_ids)}
-        decoder.update(extra_tokens or {})
-        pairs: dict[tuple[int, int], int] = {}
-        for left, right, new in merges:
-            decoder[new] = decoder[left] + decoder[right]
-            pairs[left, right] = new
-        encoder = {data: tid for tid, data in decoder.items()} if rule == "ranks" else {}
-        return cls(rule, tuple(byte_ids), pairs, encoder, decoder)
+        """Build from input the store has validated (children defined before use, ids unique).
+        `token_bytes` (id -> bytes of every token), when validation computed it already, saves
+        computing it again."""
+        if token_bytes is None:
+            computed: dict[int, bytes] = {tid: bytes([b]) for b, tid in enumerate(byte_ids)}
+            computed.update(extra_tokens or {})
+            for left, right, new in merges:
+                computed[new] = computed[left] + computed[right]
+            token_bytes = computed
+        tokens: list[bytes | None] = [None] * (max(token_bytes) + 1)
+        for tid, data in token_bytes.items():
+            tokens[tid] = data
+        return cls(rule, byte_ids, tokens, array("I", chain.from_iterable(merges)))
 
     def __len__(self) -> int:
-        return len(self.decoder)
+        return len(self.tokens) - self.tokens.count(None)
+
+    def items(self) -> Iterable[tuple[int, bytes]]:
+        """(id, bytes) of every token."""
+        return ((tid, data) for tid, data in enumerate(self.tokens) if data is not None)
+
+    @property
+    def merges(self) -> Mapping[tuple[int, int], int]:
+        """(left id, right id) -> new id: the `pairs` rule's ranks (built on first use)."""
+        if self._merges is None:
+            t = self._triples
+            self._merges = {(t[i], t[i + 1]): t[i + 2] for i in range(0, len(t), 3)}
+        return self._merges
+
+    @property
+    def encoder(self) -> Mapping[bytes, int]:
+        """Token bytes -> id: the `ranks` rule's ranks (built on first use; the `pairs` rule
+        has none, since two of its ids may share bytes)."""
+        if self._encoder is None:
+            self._encoder = (
+                {data: tid for tid, data in self.items()} if self.rule == "ranks" else {}
+            )
+        return self._encoder
 
     def merge_piece(self, piece: bytes) -> list[int]:
         """The ids of one pre-tokenized piece under this vocabulary's rule."""
@@ -64,8 +98,10 @@ class Vocabulary:
         """
         if self.rule == "ranks":
             return True
-        merges, byte_ids, decoder = self.merges, self.byte_ids, self.decoder
-        return all(
-            merge_pairs([byte_ids[b] for b in decoder[new]], merges) == [new]
-            for new in merges.values()
-        )
+        merges, byte_ids, tokens = self.merges, self.byte_ids, self.tokens
+        for new in self._triples[2::3]:
+            data = tokens[new] or b""
+            # two bytes merge straight into their pair's token: only longer tokens need a run
+            if len(data) > 2 and merge_pairs([byte_ids[b] for b in data], merges) != [new]:
+                return False
+        return True

@@ -25,9 +25,10 @@ log = logging.getLogger("toksvc")
 
 class TiktokenEngine:
     def __init__(self, vocab: Vocabulary, pattern: str) -> None:
-        ranks = vocab.encoder or {data: tid for tid, data in vocab.decoder.items()}
+        # ranks = ids; for a self-consistent pairs vocabulary, every token has its own bytes
+        ranks = {data: tid for tid, data in vocab.items()}
         self._encoding = tiktoken.Encoding(
-            "toksvc", pat_str=pattern, mergeable_ranks=dict(ranks), special_tokens={}
+            "toksvc", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
         )
         self._encode = self._encoding.encode_ordinary
 

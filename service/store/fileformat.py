@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-MAX_ID = 2**31 - 1
+MAX_ID = 2**24 - 1  # ids are dense indexes into the decode table
 
 Name = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$", description="tokenizer name")]
 Version = Annotated[

@@ -136,8 +136,8 @@ def load_entry(
         raise FormatError(
             where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
         )
-    validate(tf, where)
-    return build(entry, tf, factory, text_cache)
+    token_bytes = validate(tf, where)
+    return build(entry, tf, factory, text_cache, token_bytes=token_bytes)
 
 
 def build(
@@ -145,12 +145,15 @@ def build(
     tf: TokenizerFile,
     factory: EngineFactory,
     text_cache: TextCache | None = None,
+    *,
+    token_bytes: dict[int, bytes] | None = None,
 ) -> LoadedTokenizer:
     vocab = Vocabulary.build(
         tf.rule,
         tf.merges,
         tf.byte_ids if tf.byte_ids is not None else range(256),
         {tid: bytes.fromhex(h) for tid, h in tf.tokens},
+        token_bytes=token_bytes,
     )
     self_consistent = vocab.self_consistent()
     tokenizer = Tokenizer(

@@ -16,8 +16,9 @@ from service.errors import FormatError
 from service.store.fileformat import TokenizerFile
 
 
-def validate(tf: TokenizerFile, path: str) -> None:
-    """Raise FormatError(path, entry, reason) at the first broken rule."""
+def validate(tf: TokenizerFile, path: str) -> dict[int, bytes]:
+    """Raise FormatError(path, entry, reason) at the first broken rule; return every token's
+    bytes by id (computed on the way, so building need not compute them again)."""
     try:
         if tf.pattern is not None:
             _check_pattern(tf.pattern)
@@ -29,6 +30,7 @@ def validate(tf: TokenizerFile, path: str) -> None:
         _check_specials(tf, tokens)
     except _Rule as broken:
         raise FormatError(path, broken.entry, broken.reason) from None
+    return tokens
 
 
 class _Rule(Exception):  # noqa: N818 (internal: carries a broken rule to validate())
@@ -94,6 +96,8 @@ def _check_merges(tf: TokenizerFile, tokens: dict[int, bytes]) -> None:
 
 
 def _check_unique_bytes(tokens: dict[int, bytes]) -> None:
+    if len(set(tokens.values())) == len(tokens):
+        return
     owner: dict[bytes, int] = {}
     for tid, token in tokens.items():
         if token in owner:

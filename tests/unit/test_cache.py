@@ -27,10 +27,13 @@ def test_the_byte_bound_evicts_least_recently_used() -> None:
     assert cache.hits == 1
 
 
-def test_large_texts_bypass_the_cache() -> None:
+def test_large_texts_bypass_the_cache(registry: Registry) -> None:
+    tok = registry.resolve("gpt2").tokenizer
     cache = TextCache(max_bytes=1 << 20, max_text_chars=10)
-    cache.ids("o", "x" * 11, lambda t: [1])
-    assert len(cache) == 0
+    cached = type(tok)(tok.vocab, tok.engine, tok.special_tokens, cache=cache, cache_owner="x")
+    assert cached.count("hello world, again") == tok.count("hello world, again")
+    assert cached.encode("short") == tok.encode("short")
+    assert len(cache) == 1 and cache.misses == 1
 
 
 def test_a_cached_tokenizer_gives_the_same_ids(registry: Registry) -> None:

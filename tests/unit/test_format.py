@@ -154,3 +154,10 @@ def test_the_example_in_docs_format_md_loads_and_behaves_as_described() -> None:
     assert tok.encode("abc") == [97, 256]
     assert tok.decode([258]) == "abc"
     assert not build(entry, tf, engine_factory("python")).self_consistent
+
+
+def test_ids_above_2_to_the_24_are_refused() -> None:
+    doc = json.loads(dumps(small_file()))
+    doc["special_tokens"] = {"<|big|>": 2**24}
+    with pytest.raises(msgspec.ValidationError, match="special_tokens"):
+        parse(json.dumps(doc).encode())
