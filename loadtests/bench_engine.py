@@ -200,17 +200,21 @@ def bench_worst(prose: str) -> list[dict[str, object]]:
 
 def bench_startup() -> dict[str, float]:
     """A new process loads and verifies every shipped tokenizer, as a worker does at start-up."""
-    code = ("import resource, time; t = time.perf_counter();"
+    # (ru_maxrss would carry the forking parent's peak across exec; /proc's VmHWM does not)
+    code = ("import time; t = time.perf_counter();"
             "from service.settings import Settings; from service.store.registry import load_registry;"
             "r = load_registry(Settings()); assert not r.failures;"
+            "s = dict(l.split(':', 1) for l in open('/proc/self/status'));"
             "print(time.perf_counter() - t, r.load_seconds, len(r),"
-            " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")  # fmt: skip
+            " int(s['VmRSS'].split()[0]) / 1024, int(s['VmHWM'].split()[0]) / 1024)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    total, load, n, rss = out.stdout.split()
+    total, load, n, rss, peak = out.stdout.split()
     result = {"tokenizers": int(n), "startup_s": float(total), "load_s": float(load),
-              "max_rss_mb": float(rss)}  # fmt: skip
-    print(f"\nstart-up: {n} tokenizers loaded and verified in {float(total):.2f} s "
-          f"(store load {float(load):.2f} s), max RSS {float(rss):.0f} MB")
+              "rss_mb": float(rss), "peak_rss_mb": float(peak)}  # fmt: skip
+    print(
+        f"\nstart-up: {n} tokenizers loaded and verified in {float(total):.2f} s "
+        f"(store load {float(load):.2f} s), RSS {float(rss):.0f} MB (peak {float(peak):.0f} MB)"
+    )
     return result
 
 
@@ -242,7 +246,9 @@ def chart(rows: list[dict[str, object]], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path, default=ROOT / "loadtests" / "results" / "bench_engine.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "loadtests" / "results" / "bench_engine.json"
+    )
     parser.add_argument("--chart", type=Path, default=ROOT / "docs" / "bench_engine.png")
     args = parser.parse_args()
     corpora = sorted((SHARED / "corpus").glob("*.txt"))
@@ -254,9 +260,11 @@ def main() -> None:
     rows = bench_corpora(corpora, repeat)
     for name in SOURCES:
         mine = [r for r in rows if r["tokenizer"] == name]
-        print(f"{name}: cold encode vs tiktoken min {min(r['encode_vs_tiktoken'] for r in mine):.2f}x "  # type: ignore[type-var]
-              f"median {statistics.median(r['encode_vs_tiktoken'] for r in mine):.2f}x; "  # type: ignore[arg-type, misc]
-              f"count min {min(r['count_vs_tiktoken'] for r in mine):.2f}x")  # type: ignore[type-var]
+        print(
+            f"{name}: cold encode vs tiktoken min {min(r['encode_vs_tiktoken'] for r in mine):.2f}x "  # type: ignore[type-var]
+            f"median {statistics.median(r['encode_vs_tiktoken'] for r in mine):.2f}x; "  # type: ignore[arg-type, misc]
+            f"count min {min(r['count_vs_tiktoken'] for r in mine):.2f}x"
+        )  # type: ignore[type-var]
     results = {"corpora": rows, "chat": bench_chat(sorted((SHARED / "corpus").glob("*.txt"))),
                "worst": bench_worst((SHARED / "corpus" / "en_shakespeare.txt").read_text("utf-8")),
                "startup": bench_startup()}  # fmt: skip

@@ -1,0 +1,171 @@
+"""Service benchmark: `toksvc serve` under wrk on loopback, next to the framework floor (a minimal
+Litestar endpoint answering a constant) and the engine alone, so HTTP overhead is visible.
+
+    python loadtests/bench_service.py              # about 3 minutes; needs `wrk` (Debian package)
+    python loadtests/bench_service.py --seconds 5  # shorter runs
+
+Bodies are many different texts per size, cut from ../shared/corpus; wrk cycles through them
+(loadtests/cycle.lua). Every server listens on 127.0.0.1 only and is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import msgspec
+
+from service.settings import Settings
+from service.store.registry import load_registry
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
+SIZES = {"200B": 200, "2KB": 2_000, "64KB": 64_000, "1MB": 1_000_000}
+CONNECTIONS = {"200B": 32, "2KB": 32, "64KB": 8, "1MB": 2}
+COUNTS = {"200B": 2000, "2KB": 2000, "64KB": 200, "1MB": 20}  # different texts per size
+TOKENIZER = "cl100k_base"
+UVICORN = [sys.executable, "-m", "uvicorn"]
+
+
+def texts(size: int, count: int) -> list[str]:
+    corpus = "".join(p.read_text("utf-8") for p in sorted((SHARED / "corpus").glob("*.txt")))
+    step = max(1, (len(corpus) - size) // count)
+    return [corpus[i * step : i * step + size] for i in range(count)]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/tokenizers/{TOKENIZER}/count",
+                           json={"text": "x"}, timeout=2)  # fmt: skip
+            if r.status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"{command} did not start")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def wrk(port: int, bodies: Path, connections: int, seconds: int) -> dict[str, float]:
+    env = {**os.environ, "BODIES": str(bodies),
+           "TARGET_PATH": f"/v1/tokenizers/{TOKENIZER}/count"}  # fmt: skip
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s",
+         "-s", str(ROOT / "loadtests" / "cycle.lua"), f"http://127.0.0.1:{port}"],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["rps"] = result["requests"] / result["seconds"]
+    return result
+
+
+def engine_alone(samples: dict[str, list[str]]) -> dict[str, float]:
+    """Requests per second the engine itself sustains on one core (no HTTP), same texts."""
+    tok = load_registry(Settings(text_cache_bytes=0)).resolve(TOKENIZER).tokenizer
+    out = {}
+    for label, items in samples.items():
+        start = time.perf_counter()
+        for t in items:
+            tok.count(t, disallowed_special=())
+        out[label] = len(items) / (time.perf_counter() - start)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=ROOT / "loadtests/results/bench_service.json")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk not found: apt-get install wrk")
+    work = Path(tempfile.mkdtemp(prefix="toksvc-bench-"))
+    samples = {label: texts(size, COUNTS[label]) for label, size in SIZES.items()}
+    bodies = {}
+    for label, items in samples.items():
+        bodies[label] = work / f"{label}.ndjson"
+        bodies[label].write_bytes(b"\n".join(msgspec.json.encode({"text": t}) for t in items))
+    results: dict[str, object] = {"engine_alone_rps": engine_alone(samples)}
+    print(
+        "engine alone (one core, no HTTP), requests/s:",
+        {k: round(v, 1) for k, v in results["engine_alone_rps"].items()},
+    )  # type: ignore[attr-defined]
+    # The text cache is off, so every request does the full work (these texts never repeat anyway).
+    env_off = {"TOKSVC_TEXT_CACHE_BYTES": "0"}
+    os.environ.update(env_off)
+    servers = {
+        "floor, 1 worker": [*UVICORN, "loadtests.floor_app:app", "--workers", "1"],
+        "toksvc, 1 worker": [sys.executable, "-m", "service", "serve", "--workers", "1"],
+        "toksvc, 2 workers": [sys.executable, "-m", "service", "serve", "--workers", "2"],
+        "floor, 2 workers": [*UVICORN, "loadtests.floor_app:app", "--workers", "2"],
+    }
+    table = []
+    print(f"\n{'server':<20} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
+          f"{'errors':>6}")  # fmt: skip
+    for name, command in servers.items():
+        port = free_port()
+        proc = start([*command, "--host", "127.0.0.1", "--port", str(port),
+                      *(["--log-level", "warning", "--no-access-log"] if command[:3] == UVICORN
+                        else [])], port)  # fmt: skip
+        try:
+            for label in SIZES:
+                r = wrk(port, bodies[label], CONNECTIONS[label], args.seconds)
+                row = {"server": name, "size": label, "connections": CONNECTIONS[label], **r}
+                table.append(row)
+                print(f"{name:<20} {label:>6} {CONNECTIONS[label]:>5} {r['rps']:>9.1f} "
+                      f"{r['p50_ms']:>8.2f} {r['p99_ms']:>9.2f} {r['errors'] + r['non2xx']:>6.0f}",
+                      flush=True)  # fmt: skip
+        finally:
+            stop(proc)
+    results["runs"] = table
+
+    def rps(server: str, size: str) -> float:
+        return next(float(r["rps"]) for r in table if r["server"] == server and r["size"] == size)
+
+    engine = results["engine_alone_rps"]
+    ratios = {
+        "2KB count vs floor (1 worker)": rps("toksvc, 1 worker", "2KB")
+        / rps("floor, 1 worker", "2KB"),
+        "1MB count vs engine alone (1 worker)": rps("toksvc, 1 worker", "1MB") / engine["1MB"],  # type: ignore[index]
+        "2 workers vs 1, 2KB": rps("toksvc, 2 workers", "2KB") / rps("toksvc, 1 worker", "2KB"),
+        "2 workers vs 1, 1MB": rps("toksvc, 2 workers", "1MB") / rps("toksvc, 1 worker", "1MB"),
+        "floor 2 workers vs 1, 2KB": rps("floor, 2 workers", "2KB") / rps("floor, 1 worker", "2KB"),
+    }
+    results["ratios"] = ratios
+    print()
+    for k, v in ratios.items():
+        print(f"{k:<40} {v:.2f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(msgspec.json.format(msgspec.json.encode(results)))
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
