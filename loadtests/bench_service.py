@@ -50,17 +50,22 @@ def free_port() -> int:
 
 
 def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    """Start a server and wait until every worker answers (20 good answers in a row, each on a
+    new connection, so that the kernel spreads them over the workers)."""
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    streak = 0
+    while time.monotonic() < deadline and streak < 20:
         try:
             r = httpx.post(f"http://127.0.0.1:{port}/v1/tokenizers/{TOKENIZER}/count",
                            json={"text": "x"}, timeout=2)  # fmt: skip
-            if r.status_code == 200:
-                return proc
+            streak = streak + 1 if r.status_code == 200 else 0
         except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
+            streak = 0
+        if streak == 0:
+            time.sleep(0.3)
+    if streak >= 20:
+        return proc
     proc.kill()
     raise RuntimeError(f"{command} did not start")
 

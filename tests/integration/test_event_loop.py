@@ -1,0 +1,25 @@
+"""A megabyte-sized request must not stall the other requests of the same worker."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tests.conftest import CORPUS
+from tests.serverproc import Server
+
+
+def test_small_requests_are_answered_while_a_large_one_is_encoded(server: Server) -> None:
+    text = (CORPUS / "en_shakespeare.txt").read_text("utf-8") * 6  # 6 MB: about half a second
+    url = f"{server.base}/v1/tokenizers/cl100k_base/count"
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=10) as small:
+        big = pool.submit(httpx.post, url, json={"text": text}, timeout=120)
+        time.sleep(0.15)  # the upload is under way or done; the encoding starts
+        answered = [small.get("/healthz").status_code for _ in range(20)]
+        big_done_before_small = big.done()
+        response = big.result()
+    assert answered == [200] * 20
+    assert response.status_code == 200 and response.json()["count"] > 1_000_000
+    assert not big_done_before_small  # the 20 small requests did not wait for the large one
