@@ -17,37 +17,10 @@ from typing import Literal
 import tiktoken
 
 from service.bpe import Engine, PythonEngine, Vocabulary
-from service.store.presets import PATTERNS
 
 EngineChoice = Literal["auto", "python"]
 EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
 log = logging.getLogger("toksvc")
-
-
-# A single newline after a non-space and before a letter or digit ends a piece under every preset
-# pattern (gpt2, cl100k, o200k, qwen2), whether the text goes on or stops there; so a long text cut
-# at such points and encoded part by part gives exactly the ids of the whole (tested on every
-# corpus). tiktoken's core holds the GIL for a whole call, so without the cuts a megabyte would
-# stall the event loop for ~0.1 s; with them a call holds it for a few milliseconds at a time.
-# (Measured: the core never runs in parallel threads, so the cuts buy latency, not throughput.)
-CUT_CHARS = 32 * 1024
-SAFE_TO_CUT = frozenset(PATTERNS.values())
-
-
-def cut(text: str, size: int | None = None) -> list[str]:
-    """Cut text into parts of about `size` (default CUT_CHARS) characters, at safe points only."""
-    size = size or CUT_CHARS
-    parts, start, end = [], 0, len(text) - 1
-    while len(text) - start > size:
-        at = text.find("\n", start + size)
-        while 0 < at < end and not (text[at + 1].isalnum() and not text[at - 1].isspace()):
-            at = text.find("\n", at + 1)
-        if not 0 < at < end:
-            break
-        parts.append(text[start : at + 1])
-        start = at + 1
-    parts.append(text[start:])
-    return parts
 
 
 class TiktokenEngine:
@@ -57,21 +30,13 @@ class TiktokenEngine:
         self._encoding = tiktoken.Encoding(
             "toksvc", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
         )
-        self._encode = self._encoding.encode_ordinary
-        self._cuttable = pattern in SAFE_TO_CUT
+        self._encode = self._encoding.encode_ordinary  # releases the GIL while it merges
 
     def encode_ordinary(self, text: str) -> list[int]:
-        if not self._cuttable or len(text) <= 2 * CUT_CHARS:
-            return self._encode(text)
-        out: list[int] = []
-        for part in cut(text):
-            out += self._encode(part)
-        return out
+        return self._encode(text)
 
     def count_ordinary(self, text: str) -> int:
-        if not self._cuttable or len(text) <= 2 * CUT_CHARS:
-            return len(self._encode(text))
-        return sum(len(self._encode(part)) for part in cut(text))
+        return len(self._encode(text))
 
 
 def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> EngineFactory:

@@ -112,7 +112,7 @@ def load_registry(settings: Settings) -> Registry:
     return load_store(
         settings.store,
         engine_factory_for(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
-        text_cache=TextCache(settings.text_cache_bytes),
+        text_cache=TextCache(settings.text_cache_bytes) if settings.text_cache_bytes > 0 else None,
     )
 
 
