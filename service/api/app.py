@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         state=state,
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
-        middleware=[metrics.prometheus_config().middleware],
+        middleware=[metrics.RequestMetrics],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="toksvc",

@@ -3,12 +3,14 @@ at a fresh directory before any worker starts, and `/metrics` sums all workers' 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
-from litestar import Request
-from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
-from prometheus_client import Counter, Gauge
+from litestar.enums import ScopeType
+from litestar.plugins.prometheus import PrometheusController
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import Counter, Gauge, Histogram
 
 from service.store.registry import Registry
 
@@ -57,22 +59,62 @@ def publish_registry(registry: Registry) -> None:
     STORE_LOADED.set(1 if len(registry) else 0)
 
 
-def _operation(request: Request[Any, Any, Any]) -> str:
-    handler = request.scope.get("route_handler")
-    return str(handler.opt.get("operation", "other")) if handler is not None else "other"
+REQUESTS = Counter(
+    "toksvc_requests_total", "HTTP requests", ["method", "route", "operation", "status"]
+)
+LATENCY = Histogram(
+    "toksvc_request_duration_seconds",
+    "Time from the request to the end of the response (streams: the whole stream)",
+    ["route", "operation"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
 
 
-def prometheus_config() -> PrometheusConfig:
-    """Requests by route template, operation and status, with a latency histogram."""
-    return PrometheusConfig(
-        app_name="toksvc",
-        prefix="toksvc",
-        group_path=True,
-        labels={"operation": _operation},
-        exclude=["^/metrics$"],
-        exclude_unhandled_paths=True,
-        buckets=[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    )
+class RequestMetrics:
+    """ASGI middleware: requests by route template, operation and status, and a latency histogram.
+
+    A leaner stand-in for Litestar's Prometheus plugin, which measured at ~60 us a request in
+    multiprocess mode (a constant endpoint fell from 12,200 to 6,900 req/s): label children are
+    looked up once per label set and each request costs three sample writes.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._children: dict[tuple[str, str, str, int], tuple[Any, Any]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_and_see(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_see)
+        finally:
+            self._observe(scope, status, time.perf_counter() - start)
+
+    def _observe(self, scope: Scope, status: int, seconds: float) -> None:
+        handler = scope.get("route_handler")
+        route = scope.get("path_template")
+        if handler is None or route is None or route == "/metrics":
+            return
+        method = str(scope.get("method", "GET"))
+        key = (method, route, str(handler.opt.get("operation", "other")), status)
+        if (pair := self._children.get(key)) is None:
+            method, route, operation, _ = key
+            pair = self._children[key] = (
+                REQUESTS.labels(method, route, operation, str(status)),
+                LATENCY.labels(route, operation),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
 
 
 class MetricsController(PrometheusController):

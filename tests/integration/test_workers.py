@@ -57,9 +57,7 @@ def test_metrics_cover_all_workers(two_workers: Server) -> None:
         assert (
             metric(text, "toksvc_tokens_total", tokenizer="gpt2@1", operation="count") == expected
         )
-        assert (
-            metric(text, "toksvc_requests_total", operation="count", status_code="200") == REQUESTS
-        )
+        assert metric(text, "toksvc_requests_total", operation="count", status="200") == REQUESTS
 
 
 def metrics_dir(pid: int) -> Path:

@@ -189,4 +189,8 @@ def test_metrics_count_tokens_and_utf8_bytes(client: TestClient[Any]) -> None:
     assert after[1] - before[1] == len("中 a".encode())
     text = client.get("/metrics").text
     assert 'toksvc_tokenizer_info{default="true",name="p50k_base"' in text
-    assert 'toksvc_requests_total{app_name="toksvc",method="POST",operation="encode"' in text
+    assert (
+        'toksvc_requests_total{method="POST",operation="encode",'
+        'route="/v1/tokenizers/{ref}/encode",status="200"}' in text
+    )
+    assert 'toksvc_request_duration_seconds_bucket{le="0.001",operation="encode"' in text
