@@ -29,7 +29,7 @@ from service.store.registry import load_registry
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
 SIZES = {"200B": 200, "2KB": 2_000, "64KB": 64_000, "1MB": 1_000_000}
-CONNECTIONS = {"200B": 32, "2KB": 32, "64KB": 8, "1MB": 2}
+CONNECTIONS = {"200B": 32, "2KB": 32, "64KB": 8, "1MB": 4}  # enough for both workers to get some
 COUNTS = {"200B": 2000, "2KB": 2000, "64KB": 200, "1MB": 20}  # different texts per size
 TOKENIZER = "cl100k_base"
 UVICORN = [sys.executable, "-m", "uvicorn"]
