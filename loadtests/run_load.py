@@ -1,0 +1,109 @@
+"""Start `toksvc serve` on 127.0.0.1, run Locust headless against it for a bounded number of users
+and seconds, save the CSV and HTML reports, print a summary, and fail on any failed request or
+a p99 above the threshold.
+
+    python loadtests/run_load.py --workers 2 --users 20 --seconds 60 --p99-ms 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(base: str, workers: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    streak = 0
+    while streak < 10 * workers:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            sys.exit("the service did not become ready")
+        try:
+            streak = streak + 1 if httpx.get(f"{base}/readyz", timeout=2).status_code == 200 else 0
+        except httpx.HTTPError:
+            streak = 0
+        if not streak:
+            time.sleep(0.3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--users", type=int, default=20)
+    parser.add_argument("--spawn-rate", type=float, default=10)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--p99-ms", type=float, default=2000, help="fail if any task's p99 is above")
+    parser.add_argument("--out", type=Path, default=ROOT / "loadtests" / "results" / "load")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(args.workers)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_ready(base, args.workers, server)
+        subprocess.run(
+            [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "locustfile.py"),
+             "--headless", "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
+             "--run-time", f"{args.seconds}s", "--stop-timeout", "10", "--host", base,
+             "--csv", str(args.out / "run"), "--html", str(args.out / "report.html"),
+             "--only-summary", "--loglevel", "WARNING"],
+            cwd=ROOT, check=False, timeout=args.seconds + 120,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )  # fmt: skip
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return summarize(args.out / "run_stats.csv", args.p99_ms, args.workers, args.users)
+
+
+def summarize(stats: Path, p99_limit: float, workers: int, users: int) -> int:
+    rows = list(csv.DictReader(stats.open()))
+    print(f"\nload run: {workers} workers, {users} users; reports in {stats.parent}")
+    print(f"{'task':<16} {'requests':>9} {'failures':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'p99 ms':>8}")  # fmt: skip
+    failures, slow = 0, []
+    for r in rows:
+        name = r["Name"] if r["Type"] else "total"
+        if r["Name"] == "Aggregated":
+            name = "total"
+        print(f"{name:<16} {r['Request Count']:>9} {r['Failure Count']:>9} "
+              f"{float(r['Requests/s']):>8.1f} {r['50%']:>8} {r['95%']:>8} {r['99%']:>8}")  # fmt: skip
+        if r["Name"] != "Aggregated":
+            failures += int(r["Failure Count"])
+            if r["99%"] not in ("", "N/A") and float(r["99%"]) > p99_limit:
+                slow.append(name)
+    if not rows or int(rows[-1]["Request Count"]) == 0:
+        print("FAIL: no requests were made")
+        return 1
+    if failures:
+        print(f"FAIL: {failures} failed requests")
+    if slow:
+        print(f"FAIL: p99 above {p99_limit:.0f} ms for {', '.join(slow)}")
+    return 1 if failures or slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
