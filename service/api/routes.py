@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -153,6 +153,21 @@ def _texts(state: State, data: EncodeRequest) -> list[str]:
     return texts
 
 
+async def _per_text(
+    state: State, ref: str, data: EncodeRequest, verb: str
+) -> tuple[LoadedTokenizer, list[str], list[Any]]:
+    """Apply `encode` or `count` to each text of the request, with its special-token policy."""
+    t = resolve(state, ref)
+    texts = _texts(state, data)
+    apply = getattr(t.tokenizer, verb)
+    allowed, disallowed = special_set(data.allowed_special), special_set(data.disallowed_special)
+
+    def work() -> list[Any]:
+        return [apply(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
+
+    return t, texts, await run_work(sum(map(len, texts)), work)
+
+
 @post(
     "/v1/tokenizers/{ref:str}/encode",
     status_code=200,
@@ -160,23 +175,13 @@ def _texts(state: State, data: EncodeRequest) -> list[str]:
     before_request=refuse_lone_surrogates,
 )
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
-    t = resolve(state, ref)
-    texts = _texts(state, data)
-    work = partial(_encode_all, t.tokenizer, texts, special_set(data.allowed_special),
-                   special_set(data.disallowed_special))  # fmt: skip
-    size = sum(map(len, texts))
-    results = await run_work(size, work)
+    t, texts, results = await _per_text(state, ref, data, "encode")
     metrics.record(t.ref, "encode", sum(map(len, results)), texts)
     if data.text is not None:
         return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]))
     return EncodeResponse(
         tokenizer=ref_of(t), results=[EncodeResult(ids=ids, count=len(ids)) for ids in results]
     )
-
-
-def _encode_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
-                disallowed: SpecialSet) -> list[list[int]]:  # fmt: skip
-    return [tok.encode(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
 
 
 @post(
@@ -186,22 +191,12 @@ def _encode_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
     before_request=refuse_lone_surrogates,
 )
 async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
-    t = resolve(state, ref)
-    texts = _texts(state, data)
-    work = partial(_count_all, t.tokenizer, texts, special_set(data.allowed_special),
-                   special_set(data.disallowed_special))  # fmt: skip
-    size = sum(map(len, texts))
-    counts = await run_work(size, work)
+    t, texts, counts = await _per_text(state, ref, data, "count")
     total = sum(counts)
     metrics.record(t.ref, "count", total, texts)
     if data.text is not None:
         return CountResponse(tokenizer=ref_of(t), count=counts[0])
     return CountResponse(tokenizer=ref_of(t), counts=counts, total=total)
-
-
-def _count_all(tok: Tokenizer, texts: Sequence[str], allowed: SpecialSet,
-               disallowed: SpecialSet) -> list[int]:  # fmt: skip
-    return [tok.count(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
 
 
 # --- decode ------------------------------------------------------------------------------------
