@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import anyio.to_thread
+import msgspec
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
@@ -82,16 +83,28 @@ def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
         raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
 
 
-_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
 
 
-async def refuse_lone_surrogates(request: Request[Any, Any, Any]) -> None:
-    """JSON may escape a lone surrogate (\\ud800), which is no character: say so (422), instead of
-    letting the JSON parser call the body malformed. Scans only bodies holding `\\u` escapes."""
+async def strict_body(request: Request[Any, Any, Any]) -> None:
+    """Decode the body strictly into the route's request type before Litestar does.
+
+    Litestar converts bodies leniently (`"1"` would become the id 1); the API promises that wrong
+    types are refused, so every JSON route checks its body here first (~1 ms per MB). A body the
+    JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character): that
+    is a 422 naming its offset, anything else a 400 with the parser's reason.
+    """
     body = await request.body()
-    if _SURROGATE_HINT.search(body) is None:  # 1 ms per MB; the exact scan below is 30x slower
-        return
+    try:
+        msgspec.json.decode(body, type=request.route_handler.opt["body"])
+    except msgspec.ValidationError as exc:
+        raise ValidationException(f"invalid body: {exc}") from None
+    except msgspec.DecodeError as exc:
+        _refuse_lone_surrogates(body)
+        raise ValidationException(f"malformed JSON: {exc}") from None
+
+
+def _refuse_lone_surrogates(body: bytes) -> None:
     matches = list(_SURROGATE_ESCAPE.finditer(body))
     i = 0
     while i < len(matches):
@@ -171,8 +184,8 @@ async def _per_text(
 @post(
     "/v1/tokenizers/{ref:str}/encode",
     status_code=200,
-    opt={"operation": "encode"},
-    before_request=refuse_lone_surrogates,
+    opt={"operation": "encode", "body": EncodeRequest},
+    before_request=strict_body,
 )
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
     t, texts, results = await _per_text(state, ref, data, "encode")
@@ -187,8 +200,8 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
 @post(
     "/v1/tokenizers/{ref:str}/count",
     status_code=200,
-    opt={"operation": "count"},
-    before_request=refuse_lone_surrogates,
+    opt={"operation": "count", "body": CountRequest},
+    before_request=strict_body,
 )
 async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
     t, texts, counts = await _per_text(state, ref, data, "count")
@@ -205,8 +218,8 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
 @post(
     "/v1/tokenizers/{ref:str}/decode",
     status_code=200,
-    opt={"operation": "decode"},
-    before_request=refuse_lone_surrogates,
+    opt={"operation": "decode", "body": DecodeRequest},
+    before_request=strict_body,
 )
 async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
     t = resolve(state, ref)
@@ -231,8 +244,8 @@ def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> 
 @post(
     "/v1/tokenizers/{ref:str}/decode/step",
     status_code=200,
-    opt={"operation": "decode_stream"},
-    before_request=refuse_lone_surrogates,
+    opt={"operation": "decode_stream", "body": DecodeStepRequest},
+    before_request=strict_body,
 )
 async def decode_step(
     state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]

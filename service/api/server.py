@@ -28,6 +28,7 @@ def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int
             workers=workers,
             timeout_graceful_shutdown=10,
             timeout_keep_alive=5,
+            ws_max_size=settings.max_body_bytes,  # a bigger WebSocket message closes with 1009
             log_level="info",
             access_log=False,
         )
