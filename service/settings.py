@@ -9,6 +9,15 @@ from pathlib import Path
 
 from service.errors import ConfigError
 
+
+def _bool(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
 BUNDLED_STORE = Path(__file__).resolve().parent.parent / "tokenizers_store"
 _POSITIVE = {
     "workers",
@@ -39,6 +48,7 @@ class Settings:
     max_stream_seconds: float = 600.0
     ws_idle_seconds: float = 60.0
     max_streams_per_worker: int = 256
+    strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -50,7 +60,7 @@ class Settings:
                 continue
             kind: type = Path if f.name == "store" else type(f.default)
             try:
-                values[f.name] = kind(raw)
+                values[f.name] = _bool(raw) if kind is bool else kind(raw)
             except ValueError:
                 raise ConfigError(
                     f"TOKSVC_{f.name.upper()}={raw!r} is not a valid {kind.__name__}"
@@ -59,6 +69,10 @@ class Settings:
         if settings.engine not in ("auto", "python"):
             raise ConfigError(f"TOKSVC_ENGINE={settings.engine!r}: use auto or python")
         for name, value in values.items():
-            if isinstance(value, int | float) and value < (1 if name in _POSITIVE else 0):
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and value < (1 if name in _POSITIVE else 0)
+            ):
                 raise ConfigError(f"TOKSVC_{name.upper()}={value} is out of range")
         return settings

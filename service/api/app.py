@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ import service
 from service.api import metrics, problems
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws
+from service.errors import StoreError
 from service.settings import Settings
 from service.store.registry import Registry, load_registry
 
@@ -24,18 +24,16 @@ log = logging.getLogger("toksvc")
 
 
 def create_app(settings: Settings | None = None, registry: Registry | None = None) -> Litestar:
-    """Build the app. Without a registry, the store loads in a thread after start-up: `/healthz`
-    answers at once, `/readyz` and the API answer 503 until the registry is there."""
+    """Build the app. Without a registry, start-up loads the store (in a thread) before the worker
+    accepts a connection, so a worker that (re)starts never answers before it can serve; if no
+    tokenizer loads, `/readyz` and the API answer 503, and in strict mode the worker exits."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        task = None
         if app.state.registry is None:
-            task = asyncio.create_task(_load(app.state, settings))
+            app.state.registry = await _load(settings)
         yield
-        if task is not None and not task.done():
-            task.cancel()
 
     state = State({"settings": settings, "registry": registry,
                    "stream_slots": StreamSlots(settings.max_streams_per_worker)})  # fmt: skip
@@ -58,11 +56,15 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     )
 
 
-async def _load(state: State, settings: Settings) -> None:
+async def _load(settings: Settings) -> Registry:
     registry = await anyio.to_thread.run_sync(load_registry, settings)
     for failure in registry.failures:
         log.error("store: %s", failure)
     log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
              registry.load_seconds)  # fmt: skip
-    state.registry = registry
     metrics.publish_registry(registry)
+    if settings.strict and (registry.failures or not len(registry)):
+        reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
+                  "fix or restore the store, or turn strict off")  # fmt: skip
+        raise StoreError(str(settings.store), reason)
+    return registry

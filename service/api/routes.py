@@ -148,7 +148,7 @@ def healthz() -> HealthResponse:
 def readyz(state: State) -> Response[Any]:
     registry: Registry | None = state.registry
     if registry is None or not len(registry):
-        reasons = [str(f) for f in registry.failures] if registry else []
+        reasons = [str(f) for f in registry.failures] if registry is not None else []
         doc = problems.problem(503, "not-ready", "Not ready", str(NotReadyError()),
                                failures=reasons)  # fmt: skip
         return problems.response(doc, {"Retry-After": "1"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,11 @@ def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int
     # directory and /metrics sums them; it must be set before any worker imports the client.
     metrics_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler
+    # that was there before it: make that a normal exit, so the metrics directory is removed and
+    # a stop that went well exits 0.
+    signal.signal(signal.SIGTERM, _exit_normally)
+    signal.signal(signal.SIGINT, _exit_normally)
     try:
         uvicorn.run(
             "service.api.app:create_app",
@@ -32,5 +38,12 @@ def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int
             log_level="info",
             access_log=False,
         )
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise  # e.g. uvicorn's 3 when start-up failed (strict mode and a bad store)
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _exit_normally(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,15 +164,20 @@ def test_probes_and_schema(client: TestClient[Any]) -> None:
     assert client.get("/schema").status_code == 200
 
 
-def test_not_ready_is_503_with_retry_after() -> None:
-    app = create_app(Settings(store=LIMITS.store))
-    app.state.registry = None
-    with TestClient(app) as c:
-        app.state.registry = None  # keep it unloaded while we ask
+def test_an_unloadable_store_is_not_ready_503_with_retry_after(tmp_path: Any) -> None:
+    with TestClient(create_app(Settings(store=tmp_path))) as c:  # no manifest at all
         r = c.post("/v1/tokenizers/gpt2/count", json={"text": "x"})
         problem(r, 503, "not-ready")
         assert r.headers["retry-after"] == "1"
-        problem(c.get("/readyz"), 503, "not-ready")
+        doc = problem(c.get("/readyz"), 503, "not-ready")
+        assert "manifest.json" in doc["failures"][0]
+
+
+def test_strict_mode_refuses_to_start_on_a_bad_store(tmp_path: Any) -> None:
+    app = create_app(Settings(store=tmp_path, strict=True))
+    with pytest.raises(BaseException) as err, TestClient(app):  # anyio wraps it in a group
+        pass
+    assert "TOKSVC_STRICT is on" in "".join(traceback.format_exception(err.value))
 
 
 def test_metrics_count_tokens_and_utf8_bytes(client: TestClient[Any]) -> None:

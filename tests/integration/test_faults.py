@@ -1,0 +1,117 @@
+"""Faults: a worker killed under load, SIGTERM with requests in flight, a bad store at start-up.
+Each test prints the figure docs/reliability.md reports (run with -s to see them)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import CORPUS
+from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
+
+
+def workers_of(pid: int) -> set[int]:
+    children = {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    return {p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
+
+
+def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> None:
+    server = start_server(2)
+    try:
+        before = workers_of(server.process.pid)
+        results: list[int] = []
+        stop = threading.Event()
+
+        def load() -> None:  # bounded: stops when told, or after 30 s
+            deadline = time.monotonic() + 30
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:  # a new connection each time, so both workers get requests
+                    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
+                                   json={"text": "kill -9 " * 50}, timeout=10)  # fmt: skip
+                    results.append(r.status_code)
+                except httpx.HTTPError:
+                    results.append(0)
+
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(load) for _ in range(4)]
+            time.sleep(1.0)
+            victim = min(before)
+            os.kill(victim, signal.SIGKILL)
+            replaced = set()
+            for _ in range(100):  # the supervisor starts a new worker, which loads the store
+                replaced = workers_of(server.process.pid) - before
+                if replaced:
+                    break
+                time.sleep(0.1)
+            time.sleep(5)  # the new worker loads and serves
+            stop.set()
+            for f in futures:
+                f.result()
+        failed = sum(1 for code in results if code != 200)
+        print(f"\nworker {victim} killed: {len(results)} requests, {failed} failed; "
+              f"replaced by {sorted(replaced)}")  # fmt: skip
+        assert replaced, "no replacement worker"
+        assert failed <= 4  # at most the requests that were in flight on the killed worker
+        assert len(results) > 100
+    finally:
+        stop_server(server)
+
+
+def test_sigterm_lets_in_flight_requests_finish_and_exits_in_bounded_time() -> None:
+    server = start_server(1)
+    text = (CORPUS / "en_shakespeare.txt").read_text("utf-8") * 4  # about 0.4 s of work
+    with ThreadPoolExecutor(1) as pool:
+        big = pool.submit(httpx.post, f"{server.base}/v1/tokenizers/cl100k_base/count",
+                          json={"text": text}, timeout=60)  # fmt: skip
+        time.sleep(0.3)  # the request is being received or worked on
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        response = big.result()
+    server.process.wait(timeout=20)
+    took = time.monotonic() - started
+    print(f"\nSIGTERM with a request in flight: it finished with {response.status_code}; "
+          f"the process exited with {server.process.returncode} after {took:.2f} s")  # fmt: skip
+    assert response.status_code == 200 and response.json()["count"] > 1_000_000
+    assert server.process.returncode == 0 and took < 15
+
+
+def test_a_store_that_fails_to_load() -> None:
+    env = {**os.environ, "TOKSVC_STORE": str(ROOT / "no-such-store")}
+    port = free_port()
+    command = [sys.executable, "-m", "service", "serve", "--port", str(port)]
+    strict = subprocess.run(command, env={**env, "TOKSVC_STRICT": "1"}, capture_output=True,
+                            text=True, timeout=60, check=False)  # fmt: skip
+    assert strict.returncode != 0
+    assert "no-such-store/manifest.json: cannot be read" in strict.stderr + strict.stdout
+    assert "TOKSVC_STRICT is on" in strict.stderr + strict.stdout
+    lenient = start_server_on_bad_store(env)
+    try:
+        r = httpx.get(f"{lenient.base}/readyz", timeout=5)
+        assert r.status_code == 503 and "cannot be read" in r.json()["failures"][0]
+        assert httpx.get(f"{lenient.base}/healthz", timeout=5).status_code == 200
+    finally:
+        stop_server(lenient)
+
+
+def start_server_on_bad_store(env: dict[str, str]) -> Server:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(f"{base}/healthz", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    return Server(base, port, proc)
