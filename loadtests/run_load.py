@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,6 +51,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--p99-ms", type=float, default=2000, help="fail if any task's p99 is above")
     parser.add_argument("--out", type=Path, default=ROOT / "loadtests" / "results" / "load")
+    parser.add_argument("--rss-every", type=float, default=0,
+                        help="sample the workers' resident memory every N seconds (soak runs)")
+    parser.add_argument("--warmup", type=float, default=60,
+                        help="seconds of the run that count as warm-up for memory growth")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -59,8 +64,11 @@ def main() -> int:
          "--workers", str(args.workers)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    sampler = RssSampler(server.pid, args.rss_every, args.out / "rss.csv")
     try:
         wait_ready(base, args.workers, server)
+        if args.rss_every:
+            sampler.start()
         subprocess.run(
             [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "locustfile.py"),
              "--headless", "--users", str(args.users), "--spawn-rate", str(args.spawn_rate),
@@ -71,12 +79,59 @@ def main() -> int:
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )  # fmt: skip
     finally:
+        sampler.stop()
         server.send_signal(signal.SIGTERM)
         try:
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
-    return summarize(args.out / "run_stats.csv", args.p99_ms, args.workers, args.users)
+    code = summarize(args.out / "run_stats.csv", args.p99_ms, args.workers, args.users)
+    if args.rss_every:
+        sampler.report(args.warmup)
+    return code
+
+
+class RssSampler(threading.Thread):
+    """Sums the resident memory of the service's processes every `every` seconds."""
+
+    def __init__(self, pid: int, every: float, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.path = pid, every, path
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self._stop.wait(self.every):
+            self.samples.append((time.monotonic() - start, self.rss_mb()))
+
+    def rss_mb(self) -> float:
+        pids = [self.pid]
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        if children.exists():
+            pids += [int(p) for p in children.read_text().split()]
+        total = 0
+        for pid in pids:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            total += int(status.split("VmRSS:")[1].split()[0]) if "VmRSS:" in status else 0
+        return total / 1024
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def report(self, warmup: float) -> None:
+        self.path.write_text("seconds,rss_mb\n" + "".join(f"{t:.1f},{m:.1f}\n" for t, m in self.samples))
+        after = [m for t, m in self.samples if t >= warmup]
+        if len(after) < 2:
+            print("memory: too few samples after warm-up")
+            return
+        first, last, peak = after[0], after[-1], max(after)
+        print(f"memory (all service processes): {first:.0f} MB after {warmup:.0f} s warm-up, "
+              f"{last:.0f} MB at the end, peak {peak:.0f} MB: growth {100 * (last / first - 1):+.1f}% "
+              f"({len(self.samples)} samples every {self.every:g} s, in {self.path})")
 
 
 def summarize(stats: Path, p99_limit: float, workers: int, users: int) -> int:
