@@ -8,9 +8,11 @@ from typing import Any
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
 from service import errors as e
+from service.api.wire import ProblemResponse
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "/problems/"  # a relative URI reference; every type is listed in docs/api.md
@@ -107,3 +109,16 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: http_handler,
     Exception: internal_handler,
 }
+
+
+def documented(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the problem responses a route can give."""
+    return {
+        status: ResponseSpec(
+            data_container=ProblemResponse,
+            description=f"problem details ({status})",
+            media_type=PROBLEM_JSON,
+            generate_examples=False,
+        )
+        for status in statuses
+    }

@@ -129,12 +129,14 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
     )  # fmt: skip
 
 
-@get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False)
+@get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False,
+     responses=problems.documented(503))  # fmt: skip
 def list_tokenizers(state: State) -> TokenizerListResponse:
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry_of(state)])
 
 
-@get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False)
+@get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False,
+     responses=problems.documented(404, 503))  # fmt: skip
 def get_tokenizer(state: State, ref: FromPath[str]) -> TokenizerInfoResponse:
     return info_of(resolve(state, ref))
 
@@ -144,7 +146,8 @@ def healthz() -> HealthResponse:
     return HealthResponse(status="ok")
 
 
-@get("/readyz", opt={"operation": "health"}, sync_to_thread=False)
+@get("/readyz", opt={"operation": "health"}, sync_to_thread=False,
+     responses=problems.documented(503))  # fmt: skip
 def readyz(state: State) -> Response[Any]:
     registry: Registry | None = state.registry
     if registry is None or not len(registry):
@@ -186,6 +189,7 @@ async def _per_text(
     status_code=200,
     opt={"operation": "encode", "body": EncodeRequest},
     before_request=strict_body,
+    responses=problems.documented(400, 404, 413, 422, 503),
 )
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
     t, texts, results = await _per_text(state, ref, data, "encode")
@@ -202,6 +206,7 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
     status_code=200,
     opt={"operation": "count", "body": CountRequest},
     before_request=strict_body,
+    responses=problems.documented(400, 404, 413, 422, 503),
 )
 async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
     t, texts, counts = await _per_text(state, ref, data, "count")
@@ -220,6 +225,7 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
     status_code=200,
     opt={"operation": "decode", "body": DecodeRequest},
     before_request=strict_body,
+    responses=problems.documented(400, 404, 413, 422, 503),
 )
 async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
     t = resolve(state, ref)
@@ -246,6 +252,7 @@ def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> 
     status_code=200,
     opt={"operation": "decode_stream", "body": DecodeStepRequest},
     before_request=strict_body,
+    responses=problems.documented(400, 404, 413, 422, 503),
 )
 async def decode_step(
     state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]

@@ -94,6 +94,7 @@ class StreamBudget:
     status_code=200,
     media_type=NDJSON,
     opt={"operation": "decode_stream"},
+    responses=problems.documented(400, 404, 503),
 )
 async def decode_stream(
     state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"

@@ -134,3 +134,12 @@ class HealthResponse(_Response, frozen=True):
     status: str
     tokenizers: int | None = None
     failures: list[str] | None = None
+
+
+class ProblemResponse(Struct, frozen=True, kw_only=True):
+    """RFC 9457 problem details; extension members (`token`, `ids`, `offset`) name the facts."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
