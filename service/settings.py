@@ -49,6 +49,9 @@ class Settings:
     ws_idle_seconds: float = 60.0
     max_streams_per_worker: int = 256
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
+    admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
+    state_dir: str = ""  # set by `toksvc serve`: shared by its workers
+    supervised: bool = False  # set by `toksvc serve` when uvicorn supervises several workers
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -6,19 +6,17 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio.to_thread
 from litestar import Litestar
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
-from service.api import metrics, problems
+from service.api import metrics, problems, reload
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws
-from service.errors import StoreError
 from service.settings import Settings
-from service.store.registry import Registry, load_registry
+from service.store.registry import Registry
 
 log = logging.getLogger("toksvc")
 
@@ -32,7 +30,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if app.state.registry is None:
-            app.state.registry = await _load(settings)
+            app.state.registry = await reload.initial_load(settings)
+            reload.on_sighup(app.state)
         yield
 
     state = State({"settings": settings, "registry": registry,
@@ -40,7 +39,13 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     if registry is not None:
         metrics.publish_registry(registry)
     return Litestar(
-        route_handlers=[*ROUTES, decode_stream, decode_ws, metrics.MetricsController],
+        route_handlers=[
+            *ROUTES,
+            decode_stream,
+            decode_ws,
+            reload.admin_reload,
+            metrics.MetricsController,
+        ],
         state=state,
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
@@ -54,17 +59,3 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
         ),
     )
-
-
-async def _load(settings: Settings) -> Registry:
-    registry = await anyio.to_thread.run_sync(load_registry, settings)
-    for failure in registry.failures:
-        log.error("store: %s", failure)
-    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
-             registry.load_seconds)  # fmt: skip
-    metrics.publish_registry(registry)
-    if settings.strict and (registry.failures or not len(registry)):
-        reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
-                  "fix or restore the store, or turn strict off")  # fmt: skip
-        raise StoreError(str(settings.store), reason)
-    return registry

@@ -36,6 +36,7 @@ STORE_LOAD_FAILURES = Gauge(
     "Store files that failed to load (hash, parse or validation) at the last load",
     multiprocess_mode="max",
 )
+RELOADS = Counter("toksvc_store_reloads", "Store reloads by result (ok, refused)", ["result"])
 STORE_LOADED = Gauge(
     "toksvc_store_loaded", "1 when the registry is loaded and serving", multiprocess_mode="min"
 )

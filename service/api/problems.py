@@ -34,6 +34,7 @@ TABLE: dict[type[Exception], tuple[int, str, str]] = {
 }
 HTTP_TYPES = {
     400: ("invalid-body", "Malformed or invalid request"),
+    401: ("unauthorized", "Unauthorized"),
     404: ("not-found", "Not found"),
     405: ("method-not-allowed", "Method not allowed"),
     413: ("limit-exceeded", "Limit exceeded"),

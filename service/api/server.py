@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 from service.settings import Settings
+
+STARTUP_FAILURE = 3  # uvicorn's exit status when the app's start-up fails
+
+
+class ReloadingSupervisor(Multiprocess):
+    """uvicorn's worker supervisor, but SIGHUP reloads the store inside every worker (each swaps
+    its registry only if the whole store loaded) instead of replacing the workers: replacing them
+    was measured to fail a request now and then (a connection the retiring worker had accepted)."""
+
+    def handle_hup(self) -> None:
+        logging.getLogger("uvicorn.error").info("Received SIGHUP, reloading the store in workers.")
+        for process in self.processes:
+            if process.pid is not None:
+                os.kill(process.pid, signal.SIGHUP)
 
 
 def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int) -> None:
@@ -18,31 +35,40 @@ def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int
     os.environ["TOKSVC_STORE"] = str(store)
     # prometheus_client's multiprocess mode: every worker writes its samples to files in this
     # directory and /metrics sums them; it must be set before any worker imports the client.
-    metrics_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    state_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = state_dir
+    os.environ["TOKSVC_STATE_DIR"] = state_dir
+    os.environ["TOKSVC_SUPERVISED"] = "1" if workers > 1 else "0"
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler
-    # that was there before it: make that a normal exit, so the metrics directory is removed and
-    # a stop that went well exits 0.
+    # that was there before it: make that a normal exit, so the state directory is removed and a
+    # stop that went well exits 0.
     signal.signal(signal.SIGTERM, _exit_normally)
     signal.signal(signal.SIGINT, _exit_normally)
+    config = uvicorn.Config(
+        "service.api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout_graceful_shutdown=10,
+        timeout_keep_alive=5,
+        ws_max_size=settings.max_body_bytes,  # a bigger WebSocket message closes with 1009
+        log_level="info",
+        access_log=False,
+    )
     try:
-        uvicorn.run(
-            "service.api.app:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            timeout_graceful_shutdown=10,
-            timeout_keep_alive=5,
-            ws_max_size=settings.max_body_bytes,  # a bigger WebSocket message closes with 1009
-            log_level="info",
-            access_log=False,
-        )
+        if workers > 1:
+            ReloadingSupervisor(config, sockets=[config.bind_socket()]).run()
+        else:
+            server = uvicorn.Server(config)
+            server.run()
+            if not server.started:
+                sys.exit(STARTUP_FAILURE)
     except SystemExit as exc:
         if exc.code not in (0, None):
-            raise  # e.g. uvicorn's 3 when start-up failed (strict mode and a bad store)
+            raise  # e.g. STARTUP_FAILURE (strict mode and a bad store)
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def _exit_normally(signum: int, frame: object) -> None:

@@ -143,3 +143,8 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
     title: str
     status: int
     detail: str
+
+
+class ReloadResponse(_Response, frozen=True):
+    status: str
+    tokenizers: int | None = None

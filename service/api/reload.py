@@ -1,0 +1,109 @@
+"""Hot reload: re-read the store and swap the registry atomically, or keep the old one.
+
+A worker reloads in place on SIGHUP (and through `POST /admin/reload`, which is off unless
+TOKSVC_ADMIN_TOKEN is set and wants that bearer token). The new registry replaces the old only if
+every file loaded; otherwise the old one keeps serving and the refusal is logged and counted.
+Requests in flight keep the tokenizer they resolved. Under several workers, SIGHUP to the
+supervisor is passed on to every worker (`service.api.server.ReloadingSupervisor`). A worker that
+uvicorn starts later (after a crash) refuses to start on a store with failures once a store has
+served, so it never serves something other than its siblings do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from litestar import Request, post
+from litestar.datastructures import State
+from litestar.exceptions import NotAuthorizedException, NotFoundException
+
+from service.api import metrics
+from service.api.wire import ReloadResponse
+from service.errors import StoreError
+from service.settings import Settings
+from service.store.registry import Registry, load_registry
+
+log = logging.getLogger("toksvc")
+SERVED_MARKER = "store-served"
+
+
+async def initial_load(settings: Settings) -> Registry:
+    """The registry a worker starts with (see the module docstring for when it refuses)."""
+    registry = await anyio.to_thread.run_sync(load_registry, settings)
+    for failure in registry.failures:
+        log.error("store: %s", failure)
+    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
+             registry.load_seconds)  # fmt: skip
+    broken = bool(registry.failures) or not len(registry)
+    served = settings.state_dir and (Path(settings.state_dir) / SERVED_MARKER).exists()
+    if broken and served:
+        metrics.RELOADS.labels("refused").inc()
+        reason = ("the store has failures and an earlier one served here; this worker does not "
+                  "start, the running ones keep serving")  # fmt: skip
+        raise StoreError(str(settings.store), reason)
+    if broken and settings.strict:
+        reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
+                  "fix or restore the store, or turn strict off")  # fmt: skip
+        raise StoreError(str(settings.store), reason)
+    if served:
+        metrics.RELOADS.labels("ok").inc()
+    elif not broken and settings.state_dir:
+        (Path(settings.state_dir) / SERVED_MARKER).touch()
+    metrics.publish_registry(registry)
+    return registry
+
+
+async def reload(state: State) -> bool:
+    """Load the store again; swap it in only if every file loaded."""
+    settings: Settings = state.settings
+    registry = await anyio.to_thread.run_sync(load_registry, settings)
+    if registry.failures or not len(registry):
+        for failure in registry.failures:
+            log.error("reload refused: %s", failure)
+        metrics.RELOADS.labels("refused").inc()
+        return False
+    state.registry = registry  # one assignment: a request sees the old registry or the new one
+    metrics.publish_registry(registry)
+    metrics.RELOADS.labels("ok").inc()
+    log.info("reload: %d tokenizers from %s", len(registry), settings.store)
+    return True
+
+
+def on_sighup(state: State) -> None:
+    """Reload this worker when it receives SIGHUP."""
+    loop = asyncio.get_running_loop()
+    tasks: set[asyncio.Task[bool]] = set()
+
+    def start() -> None:
+        task = loop.create_task(reload(state))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, start)
+    except (ValueError, RuntimeError):  # not the main thread (an in-process test client)
+        log.debug("no SIGHUP reload: the event loop is not in the main thread")
+
+
+@post("/admin/reload", status_code=202, opt={"operation": "admin"}, include_in_schema=False)
+async def admin_reload(request: Request[Any, Any, Any], state: State) -> ReloadResponse:
+    settings: Settings = state.settings
+    if not settings.admin_token:
+        raise NotFoundException()  # off by default: as if there were no such route
+    given = request.headers.get("authorization", "")
+    if not hmac.compare_digest(given.encode(), f"Bearer {settings.admin_token}".encode()):
+        raise NotAuthorizedException("a valid bearer token is required",
+                                     headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+    if settings.supervised:  # several workers: the supervisor passes SIGHUP on to each
+        os.kill(os.getppid(), signal.SIGHUP)
+        return ReloadResponse(status="reload requested in every worker")
+    ok = await reload(state)
+    return ReloadResponse(status="reloaded" if ok else "refused; the previous store keeps serving",
+                          tokenizers=len(state.registry))  # fmt: skip
