@@ -14,7 +14,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 import service
 from service.api import metrics, problems, reload
 from service.api.routes import ROUTES
-from service.api.streaming import StreamSlots, decode_stream, decode_ws
+from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
 from service.settings import Settings
 from service.store.registry import Registry
 
@@ -32,6 +32,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         if app.state.registry is None:
             app.state.registry = await reload.initial_load(settings)
             reload.on_sighup(app.state)
+        watch_stop(app.state)
         yield
 
     state = State({"settings": settings, "registry": registry,

@@ -12,11 +12,12 @@ Errors before the first output byte are problem responses; after it, the stream 
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import msgspec
 from litestar import WebSocket, post, websocket
 from litestar.datastructures import State
@@ -39,6 +40,7 @@ from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
 from service.settings import Settings
 
 _chunk = msgspec.json.Decoder(StreamChunkRequest)
+STOPPING = "the server is shutting down; send the rest to another replica"
 _encode = msgspec.json.encode
 NDJSON = "application/x-ndjson"
 
@@ -111,16 +113,57 @@ async def decode_stream(
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _pump(loaded.ref, decoder, state.settings, receive, send)
+            await _pump(loaded.ref, decoder, state, receive, send)
         finally:
             release()
 
     return stream
 
 
+def watch_stop(state: State) -> None:
+    """Set `state.stopping` as soon as the worker gets SIGTERM or SIGINT (before uvicorn waits for
+    connections to end), so open streams flush what they hold and end cleanly."""
+    state.stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+            loop.call_soon_threadsafe(state.stopping.set)
+            if callable(previous):
+                previous(signum, frame)
+
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread (an in-process test client)
+            return
+
+
+async def _next(
+    receive: Callable[[], Awaitable[Any]], stopping: asyncio.Event, seconds: float
+) -> Any | None:
+    """The next message, or None when the worker is stopping; TimeoutError after `seconds`."""
+    if stopping.is_set():
+        return None
+    message = asyncio.ensure_future(receive())
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        done, _ = await asyncio.wait({message, stop}, timeout=seconds,
+                                     return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    finally:
+        stop.cancel()
+    if message in done:
+        return message.result()
+    message.cancel()
+    if stopping.is_set():
+        return None
+    raise TimeoutError
+
+
 async def _pump(
-    ref: str, decoder: StreamDecoder, settings: Settings, receive: Receive, send: Send
+    ref: str, decoder: StreamDecoder, state: State, receive: Receive, send: Send
 ) -> None:
+    settings: Settings = state.settings
     budget = StreamBudget(settings)
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
@@ -132,8 +175,10 @@ async def _pump(
     more = True
     try:
         while more:
-            with anyio.fail_after(budget.seconds_left()):
-                message = await receive()
+            message = await _next(receive, state.stopping, budget.seconds_left())
+            if message is None:  # the worker is stopping: flush and end the stream cleanly
+                last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+                return await send(_body(_encode(last) + b"\n", more=False))
             if message["type"] != "http.request":
                 return  # the client went away
             buffer += message["body"]
@@ -186,7 +231,7 @@ async def decode_ws(
         decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
         release = state.stream_slots.acquire("websocket")
         try:
-            await _ws_loop(socket, loaded.ref, decoder, state.settings)
+            await _ws_loop(socket, loaded.ref, decoder, state)
         finally:
             release()
     except WebSocketDisconnect:
@@ -198,17 +243,22 @@ async def decode_ws(
 
 
 async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDecoder,
-                   settings: Settings) -> None:  # fmt: skip
+                   state: State) -> None:  # fmt: skip
+    settings: Settings = state.settings
     budget = StreamBudget(settings)
     while True:
         try:
-            with anyio.fail_after(min(settings.ws_idle_seconds, budget.seconds_left())):
-                raw = await socket.receive_data("text")
+            seconds = min(settings.ws_idle_seconds, budget.seconds_left())
+            raw = await _next(lambda: socket.receive_data("text"), state.stopping, seconds)
         except TimeoutError:
             doc = problems.for_error(
                 LimitExceededError("idle seconds", int(settings.ws_idle_seconds))
             )
             return await _ws_fail(socket, doc, 1008)
+        if raw is None:  # the worker is stopping: flush and close as "going away"
+            last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+            await socket.send_data(_encode(last).decode())
+            return await socket.close(1001, "server shutting down")
         try:
             chunk = _chunk.decode(raw)
         except msgspec.MsgspecError as exc:

@@ -106,6 +106,7 @@ class StreamChunkRequest(_Request, frozen=True):
 class StreamTextResponse(_Response, frozen=True):
     text: str
     done: bool = False
+    reason: str | None = None  # why a stream ended early (the server is shutting down)
 
 
 class TokenizerInfoResponse(_Response, frozen=True):

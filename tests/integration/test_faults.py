@@ -3,6 +3,7 @@ Each test prints the figure docs/reliability.md reports (run with -s to see them
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,8 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from tests.conftest import CORPUS
+from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
 
 
@@ -115,3 +120,33 @@ def start_server_on_bad_store(env: dict[str, str]) -> Server:
         except httpx.HTTPError:
             time.sleep(0.2)
     return Server(base, port, proc)
+
+
+def test_sigterm_flushes_and_ends_open_streams() -> None:
+    server = start_server(1)
+    stream = NdjsonStream(server.port, "/v1/tokenizers/cl100k_base/decode/stream")
+    try:
+        with connect(f"ws://127.0.0.1:{server.port}/v1/tokenizers/cl100k_base/decode/ws") as ws:
+            stream.send({"ids": [9468]})  # the first half of 🙂: held back
+            assert stream.read_line() == {"text": ""}
+            ws.send(json.dumps({"ids": [9468]}))
+            assert json.loads(ws.recv(timeout=10)) == {"text": ""}
+            started = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+            last = stream.read_line()
+            assert last is not None and last["done"] is True and last["text"] == "\ufffd"
+            assert "shutting down" in last["reason"]
+            final = json.loads(ws.recv(timeout=10))
+            assert final["done"] is True and final["text"] == "\ufffd"
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        server.process.wait(timeout=20)
+        took = time.monotonic() - started
+        print(f"\nSIGTERM with an NDJSON stream and a WebSocket open: both flushed and closed, "
+              f"exit {server.process.returncode} after {took:.2f} s")  # fmt: skip
+        assert server.process.returncode == 0 and took < 15
+    finally:
+        stream.close()
+        if server.process.poll() is None:
+            stop_server(server)
