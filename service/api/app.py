@@ -13,6 +13,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
 from service.api import metrics, problems, reload
+from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
 from service.settings import Settings
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         state=state,
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
+        plugins=[StrictStructSchemaPlugin()],
         middleware=[metrics.RequestMetrics],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -120,4 +120,5 @@ class RequestMetrics:
 
 class MetricsController(PrometheusController):
     path = "/metrics"
+    include_in_schema = False  # Prometheus text format, not part of the JSON API
     openmetrics_format = False
