@@ -131,6 +131,12 @@ class TooManyStreamsError(ToksvcError):
         super().__init__(f"this worker already serves {limit} streams; retry shortly")
 
 
+class RequestTimeoutError(ToksvcError):
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"the request body did not arrive within {seconds:g} s")
+
+
 class LimitExceededError(ToksvcError):
     def __init__(self, what: str, limit: int, actual: int | None = None) -> None:
         self.what = what

@@ -47,6 +47,7 @@ class Settings:
     max_stream_ids: int = 1_000_000
     max_stream_seconds: float = 600.0
     ws_idle_seconds: float = 60.0
+    body_seconds: float = 30.0  # a JSON request body must arrive within this time
     max_streams_per_worker: int = 256
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token

@@ -30,6 +30,7 @@ TABLE: dict[type[Exception], tuple[int, str, str]] = {
     e.LimitExceededError: (413, "limit-exceeded", "Limit exceeded"),
     e.NotReadyError: (503, "not-ready", "Not ready"),
     e.TooManyStreamsError: (503, "too-many-streams", "Too many concurrent streams"),
+    e.RequestTimeoutError: (408, "request-timeout", "Request timeout"),
     e.ToksvcError: (400, "bad-request", "Bad request"),
 }
 HTTP_TYPES = {

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response, get, post
@@ -33,7 +34,12 @@ from service.api.wire import (
     TokenizerRef,
 )
 from service.bpe import SpecialSet, StreamDecoder, Tokenizer
-from service.errors import LimitExceededError, NotReadyError, SurrogateError
+from service.errors import (
+    LimitExceededError,
+    NotReadyError,
+    RequestTimeoutError,
+    SurrogateError,
+)
 from service.settings import Settings
 from service.store.registry import LoadedTokenizer, Registry
 
@@ -92,9 +98,15 @@ async def strict_body(request: Request[Any, Any, Any]) -> None:
     Litestar converts bodies leniently (`"1"` would become the id 1); the API promises that wrong
     types are refused, so every JSON route checks its body here first (~1 ms per MB). A body the
     JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character): that
-    is a 422 naming its offset, anything else a 400 with the parser's reason.
+    is a 422 naming its offset, anything else a 400 with the parser's reason. A client that takes
+    longer than TOKSVC_BODY_SECONDS to send its body gets a 408 and the worker moves on.
     """
-    body = await request.body()
+    seconds = request.app.state.settings.body_seconds
+    try:
+        with anyio.fail_after(seconds):
+            body = await request.body()
+    except TimeoutError:
+        raise RequestTimeoutError(seconds) from None
     try:
         msgspec.json.decode(body, type=request.route_handler.opt["body"])
     except msgspec.ValidationError as exc:

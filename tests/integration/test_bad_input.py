@@ -5,7 +5,9 @@ docs/reliability.md shows."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,8 @@ from tests.serverproc import Server, start_server, stop_server
 
 LIMITS = {"TOKSVC_MAX_BODY_BYTES": "65536", "TOKSVC_MAX_BATCH_ITEMS": "16",
           "TOKSVC_MAX_IDS_PER_REQUEST": "1000", "TOKSVC_MAX_STREAM_SECONDS": "2",
-          "TOKSVC_MAX_STREAM_IDS": "100", "TOKSVC_WS_IDLE_SECONDS": "2"}  # fmt: skip
+          "TOKSVC_MAX_STREAM_IDS": "100", "TOKSVC_WS_IDLE_SECONDS": "2",
+          "TOKSVC_BODY_SECONDS": "2"}  # fmt: skip
 JSON = {"content-type": "application/json"}
 T = "/v1/tokenizers/cl100k_base"
 
@@ -103,6 +106,20 @@ def test_a_stream_that_never_ends_is_cut_at_the_limit(limited: Server) -> None:
         assert line is not None and line["error"]["type"] == "/problems/limit-exceeded"
     finally:
         stream.close()
+
+
+def test_a_body_that_trickles_in_gets_408(limited: Server) -> None:
+    with socket.create_connection(("127.0.0.1", limited.port), timeout=15) as sock:
+        sock.sendall(f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 100\r\n\r\n{\"text\": ".encode())  # fmt: skip
+        started = time.monotonic()
+        reply = sock.recv(65536).decode()
+        took = time.monotonic() - started
+        while "request-timeout" not in reply and (more := sock.recv(65536)):
+            reply += more.decode()
+    assert reply.startswith("HTTP/1.1 408") and "/problems/request-timeout" in reply
+    assert 1.5 < took < 10
+    assert httpx.get(limited.base + "/healthz").status_code == 200
 
 
 def test_too_many_ids_in_one_stream(limited: Server) -> None:
