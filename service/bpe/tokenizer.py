@@ -103,9 +103,9 @@ class Tokenizer:
         return self._cache is not None and len(text) <= self._cache.max_text_chars
 
     def _ordinary(self, text: str) -> Sequence[int]:
-        if self._cache is None or not self._cacheable(text):
-            return self.engine.encode_ordinary(text)
-        return self._cache.ids(self._owner, text, self.engine.encode_ordinary)
+        if self._cache is not None and self._cacheable(text):
+            return self._cache.ids(self._owner, text, self.engine.encode_ordinary)
+        return self.engine.encode_ordinary(text)
 
     def _normalize(self, text: str) -> str:
         form = self.normalization

@@ -57,9 +57,6 @@ class Vocabulary:
             tokens[tid] = data
         return cls(rule, byte_ids, tokens, array("I", chain.from_iterable(merges)))
 
-    def __len__(self) -> int:
-        return len(self.tokens) - self.tokens.count(None)
-
     def items(self) -> Iterable[tuple[int, bytes]]:
         """(id, bytes) of every token."""
         return ((tid, data) for tid, data in enumerate(self.tokens) if data is not None)

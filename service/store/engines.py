@@ -67,17 +67,16 @@ def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> En
     reference (for differential tests and benchmarks)."""
 
     def build(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
-        reference = PythonEngine(vocab, pattern, cache_size)
         if choice == "auto" and pattern is not None and self_consistent:
             try:
                 fast = TiktokenEngine(vocab, pattern)
             except ValueError as exc:  # a pattern fancy-regex cannot compile
                 log.warning("fast engine unavailable (%s); using the Python engine", exc)
-                return reference
-            if agrees_on_probe(fast, pattern):
-                return fast
-            log.warning("the fast engine splits the probe text differently with pattern %r; "
-                        "it stays on the Python engine", pattern)  # fmt: skip
-        return reference
+            else:
+                if agrees_on_probe(fast, pattern):
+                    return fast
+                log.warning("the fast engine splits the probe text differently with pattern "
+                            "%r; it stays on the Python engine", pattern)  # fmt: skip
+        return PythonEngine(vocab, pattern, cache_size)
 
     return build
