@@ -1,5 +1,6 @@
 """Differential: the fast engine equals the reference engine on generated text, for every shipped
-tokenizer (the corpora are covered in tests/unit/test_exactness.py)."""
+tokenizer (the corpora are covered in tests/unit/test_exactness.py). Generated text keeps to
+characters assigned by Unicode 14; see `assigned_texts` for why."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from service.store.registry import Registry
-from tests.property.test_roundtrip import SHIPPED, texts
+from tests.property.test_roundtrip import SHIPPED, assigned_texts
 
 
 @pytest.mark.parametrize("ref", SHIPPED)
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(text=texts)
+@given(text=assigned_texts)
 def test_fast_engine_equals_reference(registry: Registry, reference: Registry, ref: str,
                                       text: str) -> None:  # fmt: skip
     fast, ref_tok = registry.resolve(ref).tokenizer, reference.resolve(ref).tokenizer
