@@ -83,8 +83,12 @@ echo "cli=$cli http=$http"
 
 log "/metrics"
 "$PY" - "$PORT" <<'PYEOF'
-import sys, urllib.request
-text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
+import sys, time, urllib.request
+for _ in range(60):  # toksvc_store_loaded is the minimum over the workers: wait for every one
+    text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
+    if "toksvc_store_loaded 1.0" in text:
+        break
+    time.sleep(1)
 for needle in ('toksvc_tokenizer_info{', 'toksvc_tokens_total{operation="count",tokenizer="cl100k_base@1"}',
                'toksvc_store_loaded 1.0'):
     assert needle in text, needle

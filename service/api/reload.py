@@ -16,6 +16,7 @@ import hmac
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from service.store.registry import Registry, load_registry
 
 log = logging.getLogger("toksvc")
 SERVED_MARKER = "store-served"
+STARTED = time.time()  # when this worker process started: workers started together are peers
 
 
 async def initial_load(settings: Settings) -> Registry:
@@ -42,7 +44,7 @@ async def initial_load(settings: Settings) -> Registry:
     log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
              registry.load_seconds)  # fmt: skip
     broken = bool(registry.failures) or not len(registry)
-    served = settings.state_dir and (Path(settings.state_dir) / SERVED_MARKER).exists()
+    served = _served_before(settings)
     if broken and served:
         metrics.RELOADS.labels("refused").inc()
         reason = ("the store has failures and an earlier one served here; this worker does not "
@@ -58,6 +60,15 @@ async def initial_load(settings: Settings) -> Registry:
         (Path(settings.state_dir) / SERVED_MARKER).touch()
     metrics.publish_registry(registry)
     return registry
+
+
+def _served_before(settings: Settings) -> bool:
+    """Had a store served here before this worker started? (Not so for the workers that start
+    together: the first one to finish loading must not make its peers count as reloads.)"""
+    if not settings.state_dir:
+        return False
+    marker = Path(settings.state_dir) / SERVED_MARKER
+    return marker.exists() and marker.stat().st_mtime < STARTED
 
 
 async def reload(state: State) -> bool:
