@@ -53,6 +53,7 @@ class Settings:
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     state_dir: str = ""  # set by `toksvc serve`: shared by its workers
     supervised: bool = False  # set by `toksvc serve` when uvicorn supervises several workers
+    playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

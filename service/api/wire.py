@@ -149,3 +149,64 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
 class ReloadResponse(_Response, frozen=True):
     status: str
     tokenizers: int | None = None
+
+
+# --- explain and the playground's helpers (service/api/explain.py) ------------------------------
+
+Pattern = Literal["none", "gpt2", "cl100k", "o200k", "qwen2"]
+
+
+class ExplainRequest(_Request, frozen=True):
+    """A short text (at most 256 characters), explained as ordinary text."""
+
+    text: str
+
+
+class InlineExplainRequest(ExplainRequest, frozen=True):
+    """A short text and a small vocabulary given inline: merges `[left, right, new]` over the
+    single bytes 0..255, new ids 256, 257, ... in order (at most 512)."""
+
+    rule: Literal["pairs", "ranks"]
+    merges: list[list[int]]
+    pattern: Pattern = "none"
+
+
+class ExplainStep(_Response, frozen=True):
+    at: int
+    left: int
+    right: int
+    id: int
+    rank: int
+    bytes: Annotated[str, Meta(description="the new token's bytes, hex")]
+    kind: Literal["merge", "whole"]
+
+
+class ExplainPiece(_Response, frozen=True):
+    text: str
+    start: Ids
+    start_bytes: list[str]
+    steps: list[ExplainStep]
+    ids: Ids
+
+
+class ExplainResponse(_Response, frozen=True):
+    rule: Literal["pairs", "ranks"]
+    ids: Ids
+    steps: int
+    pieces: list[ExplainPiece]
+    tokenizer: TokenizerRef | None = None
+
+
+class TrainRequest(_Request, frozen=True):
+    """Train a small `pairs` tokenizer on at most 20,000 bytes of text, up to 512 merges."""
+
+    text: str
+    merges: int = 64
+    pattern: Pattern = "gpt2"
+    min_frequency: int = 2
+
+
+class TrainResponse(_Response, frozen=True):
+    merges: list[list[int]]
+    tokens: Annotated[list[str], Meta(description="each merge's new token bytes, hex")]
+    pattern: Pattern

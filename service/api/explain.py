@@ -1,0 +1,145 @@
+"""Explain routes: the merge steps of a short text, under a stored tokenizer or a small inline
+vocabulary, and training such a vocabulary from a pasted text (for the playground's stepper)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio.to_thread
+from litestar import post
+from litestar.datastructures import State
+from litestar.params import FromPath, JSONBody
+
+from service.api import metrics, problems
+from service.api.routes import ref_of, resolve, strict_body
+from service.api.wire import (
+    ExplainPiece,
+    ExplainRequest,
+    ExplainResponse,
+    ExplainStep,
+    InlineExplainRequest,
+    Pattern,
+    TrainRequest,
+    TokenizerRef,
+    TrainResponse,
+)
+from service.bpe import Rule, train
+from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
+from service.errors import ConfigError, LimitExceededError
+from service.store.presets import PATTERNS
+
+T = TypeVar("T")
+MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
+MAX_TRAIN_MERGES = 512
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """Explaining and training are bounded but quadratic-ish: keep them off the event loop."""
+    return await anyio.to_thread.run_sync(fn)
+
+
+def pattern_of(name: Pattern) -> str | None:
+    return None if name == "none" else PATTERNS[name]
+
+
+def wire_pieces(pieces: list[PieceSteps]) -> list[ExplainPiece]:
+    return [
+        ExplainPiece(
+            text=p.text,
+            start=p.start,
+            start_bytes=[d.hex() for d in p.start_data],
+            steps=[
+                ExplainStep(at=s.at, left=s.left, right=s.right, id=s.id, rank=s.rank,
+                            bytes=s.data.hex(), kind=s.kind)  # fmt: skip
+                for s in p.steps
+            ],
+            ids=p.ids,
+        )
+        for p in pieces
+    ]
+
+
+def response_of(
+    rule: Rule, pieces: list[PieceSteps], tokenizer: TokenizerRef | None = None
+) -> ExplainResponse:
+    return ExplainResponse(
+        rule=rule,
+        ids=[i for p in pieces for i in p.ids],
+        steps=sum(len(p.steps) for p in pieces),
+        pieces=wire_pieces(pieces),
+        tokenizer=tokenizer,
+    )
+
+
+@post(
+    "/v1/tokenizers/{ref:str}/explain",
+    status_code=200,
+    opt={"operation": "explain", "body": ExplainRequest},
+    before_request=strict_body,
+    responses=problems.documented(400, 404, 413, 422, 503),
+)
+async def explain(
+    state: State, ref: FromPath[str], data: JSONBody[ExplainRequest]
+) -> ExplainResponse:
+    """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
+    normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
+    t = resolve(state, ref)
+    pieces = await in_thread(
+        lambda: explain_text(t.tokenizer.vocab, t.pattern, data.text, t.normalization)
+    )
+    out = response_of(t.rule, pieces, ref_of(t))
+    metrics.record(t.ref, "explain", len(out.ids), [data.text])
+    return out
+
+
+@post(
+    "/v1/playground/explain",
+    status_code=200,
+    opt={"operation": "explain", "body": InlineExplainRequest},
+    before_request=strict_body,
+    responses=problems.documented(400, 413, 422),
+)
+async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
+    """The merge steps of a short text under a small vocabulary given inline (at most 512
+    merges), e.g. the textbook counterexample or a vocabulary trained by `/v1/playground/train`."""
+
+    def work() -> list[PieceSteps]:
+        vocab = inline_vocabulary(data.rule, data.merges)
+        return explain_text(vocab, pattern_of(data.pattern), data.text)
+
+    return response_of(data.rule, await in_thread(work))
+
+
+@post(
+    "/v1/playground/train",
+    status_code=200,
+    opt={"operation": "train", "body": TrainRequest},
+    before_request=strict_body,
+    responses=problems.documented(400, 413, 422),
+)
+async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
+    """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
+    size = len(data.text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TRAIN_BYTES:
+        raise LimitExceededError("bytes of training text", MAX_TRAIN_BYTES, size)
+    if data.merges > MAX_TRAIN_MERGES:
+        raise LimitExceededError("merges to train", MAX_TRAIN_MERGES, data.merges)
+    if data.merges < 1 or data.min_frequency < 1:
+        raise ConfigError("merges and min_frequency must be at least 1")
+    model = await in_thread(
+        lambda: train([data.text], 256 + data.merges, pattern_of(data.pattern),
+                      min_frequency=data.min_frequency)  # fmt: skip
+    )
+    tokens: list[bytes] = [bytes([b]) for b in range(256)]
+    for left, right, _ in model.merges:
+        tokens.append(tokens[left] + tokens[right])
+    return TrainResponse(
+        merges=[list(m) for m in model.merges],
+        tokens=[d.hex() for d in tokens[256:]],
+        pattern=data.pattern,
+    )
+
+
+ROUTES = [explain]  # always served
+PLAYGROUND_ROUTES = [explain_inline, train_small]  # served with the playground page

@@ -1,0 +1,56 @@
+"""The playground page: static HTML/CSS/JS from the package, served at /playground.
+
+`GET /` redirects there. The page talks to the service's own API only; its Content-Security-Policy
+allows nothing from another origin. `TOKSVC_PLAYGROUND=0` turns the page, the redirect and the
+page's helper routes (`/v1/playground/*`) off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from litestar import get
+from litestar.datastructures import CacheControlHeader
+from litestar.handlers import BaseRouteHandler
+from litestar.response import File, Redirect
+from litestar.router import Router
+from litestar.static_files import create_static_files_router
+
+from service.api import explain
+from service.settings import Settings
+
+ASSETS = Path(__file__).resolve().parent / "assets" / "playground"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+@get("/", include_in_schema=False, opt={"operation": "playground"}, sync_to_thread=False)
+def root() -> Redirect:
+    return Redirect("/playground")
+
+
+@get("/playground", include_in_schema=False, opt={"operation": "playground"},
+     sync_to_thread=False)  # fmt: skip
+def page() -> File:
+    return File(
+        ASSETS / "index.html",
+        content_disposition_type="inline",
+        media_type="text/html; charset=utf-8",
+        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def handlers(settings: Settings) -> list[BaseRouteHandler | Router]:
+    """The route handlers to register: none when the playground is off."""
+    if not settings.playground:
+        return []
+    assets = create_static_files_router(
+        "/playground/assets",
+        directories=[ASSETS],
+        name="playground-assets",
+        cache_control=CacheControlHeader(no_cache=True),
+        opt={"operation": "playground"},
+    )
+    return [root, page, assets, *explain.PLAYGROUND_ROUTES]
