@@ -37,7 +37,7 @@ def page() -> File:
     return File(
         ASSETS / "index.html",
         content_disposition_type="inline",
-        media_type="text/html; charset=utf-8",
+        media_type="text/html",
         headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"},
     )
 
