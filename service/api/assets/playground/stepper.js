@@ -97,6 +97,7 @@ async function load() {
         })));
     }
     lanes = next;
+    $("st-lanes").dataset.text = text; // what the lanes explain (tests wait for it)
     showError($("st-error"), null);
   } catch (err) {
     if (isAbort(err)) return;
