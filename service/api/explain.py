@@ -20,8 +20,8 @@ from service.api.wire import (
     ExplainStep,
     InlineExplainRequest,
     Pattern,
-    TrainRequest,
     TokenizerRef,
+    TrainRequest,
     TrainResponse,
 )
 from service.bpe import Rule, train
@@ -50,8 +50,15 @@ def wire_pieces(pieces: list[PieceSteps]) -> list[ExplainPiece]:
             start=p.start,
             start_bytes=[d.hex() for d in p.start_data],
             steps=[
-                ExplainStep(at=s.at, left=s.left, right=s.right, id=s.id, rank=s.rank,
-                            bytes=s.data.hex(), kind=s.kind)  # fmt: skip
+                ExplainStep(
+                    at=s.at,
+                    left=s.left,
+                    right=s.right,
+                    id=s.id,
+                    rank=s.rank,
+                    bytes=s.data.hex(),
+                    kind=s.kind,
+                )
                 for s in p.steps
             ],
             ids=p.ids,
@@ -128,8 +135,12 @@ async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
     if data.merges < 1 or data.min_frequency < 1:
         raise ConfigError("merges and min_frequency must be at least 1")
     model = await in_thread(
-        lambda: train([data.text], 256 + data.merges, pattern_of(data.pattern),
-                      min_frequency=data.min_frequency)  # fmt: skip
+        lambda: train(
+            [data.text],
+            256 + data.merges,
+            pattern_of(data.pattern),
+            min_frequency=data.min_frequency,
+        )
     )
     tokens: list[bytes] = [bytes([b]) for b in range(256)]
     for left, right, _ in model.merges:

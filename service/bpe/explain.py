@@ -20,6 +20,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 import regex
@@ -74,10 +75,7 @@ def explain_text(
         raise LimitExceededError("characters of text to explain", max_chars, len(text))
     if normalization != "none":
         text = unicodedata.normalize(normalization, text)
-    if pattern is None:
-        pieces = [text] if text else []
-    else:
-        pieces = regex.findall(pattern, text)
+    pieces = regex.findall(pattern, text) if pattern is not None else [text] if text else []
     return [explain_piece(vocab, p) for p in pieces]
 
 
@@ -94,7 +92,7 @@ def _explain_pairs(vocab: Vocabulary, piece: str, data: bytes) -> PieceSteps:
     out = PieceSteps(piece, list(ids), list(parts))
     merges = vocab.merges
     while len(ids) > 1:
-        ranks = [merges.get((a, b), _NONE) for a, b in zip(ids, ids[1:], strict=False)]
+        ranks = [merges.get((a, b), _NONE) for a, b in pairwise(ids)]
         best = min(ranks)
         if best == _NONE:
             break
@@ -112,7 +110,7 @@ def _explain_ranks(vocab: Vocabulary, piece: str, data: bytes) -> PieceSteps:
     parts = [data[i : i + 1] for i in range(len(data))]
     out = PieceSteps(piece, [encoder[p] for p in parts], list(parts))
     while len(parts) > 1:
-        ranks = [encoder.get(a + b, _NONE) for a, b in zip(parts, parts[1:], strict=False)]
+        ranks = [encoder.get(a + b, _NONE) for a, b in pairwise(parts)]
         best = min(ranks)
         if best == _NONE:
             break

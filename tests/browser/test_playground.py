@@ -49,7 +49,7 @@ def pg(page: Page, server: Server) -> Iterator[Watched]:
     page.on("pageerror", lambda e: w.errors.append(str(e)))
     page.goto(f"{server.base}/")
     assert urlsplit(page.url).path == "/playground"
-    expect(page.locator("#count-tokens")).not_to_have_text("–")
+    expect(page.locator("#count-tokens")).not_to_have_text("\u2013")  # no count yet: a dash
     yield w
     hosts = {urlsplit(u).netloc for u in w.requests if not u.startswith("data:")}
     assert hosts == {f"127.0.0.1:{server.port}"}, w.requests
@@ -143,8 +143,10 @@ def test_merge_stepper_first_to_last_reaches_encode_ids(pg: Watched) -> None:
     page.locator("#st-text").fill(text)
     data = text.encode()
     expect(page.locator("#st-lanes")).to_have_attribute("data-text", text)
-    start = pg.api("/v1/tokenizers/cl100k_base@1/decode",
-                   {"batch": [[i] for i in lane_ids(page, "ranks")], "output": "base64"})
+    start = pg.api(
+        "/v1/tokenizers/cl100k_base@1/decode",
+        {"batch": [[i] for i in lane_ids(page, "ranks")], "output": "base64"},
+    )
     assert [base64.b64decode(r["base64"]) for r in start["results"]] == [
         data[i : i + 1] for i in range(len(data))
     ]  # fmt: skip
