@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,6 +202,10 @@ def test_stream_holds_back_a_split_emoji_and_never_shows_a_replacement(pg: Watch
     assert any(_not_utf8(b) for b in split), "the test text must split a character over ids"
     page.locator("#text").fill(EMOJI_TEXT)
     shown_count(pg, "cl100k_base@1", EMOJI_TEXT)
+    # the spans show the split character once, on the token completing it, the rest as hex
+    spans = page.locator("#spans .tok").all_inner_texts()
+    assert re.sub("\u2039[0-9a-f ]+\u203a", "", "".join(spans)) == EMOJI_TEXT  # hex in angle quotes
+    assert "🦜" in spans[[i for i, b in enumerate(split) if _not_utf8(b)][-1]]
     page.locator("#sm-use").click()
     expect(page.locator("#sm-progress")).to_have_text(f"fed 0 of {len(ids)} ids")
     held_seen = False

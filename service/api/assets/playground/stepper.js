@@ -7,7 +7,7 @@ const CORPUS = ("low low low low low lower lower newest newest newest newest new
   "merges come first, then longer and wider tokens are built from them.\n").repeat(3);
 const RULES = ["pairs", "ranks"];
 
-let state, lanes = [], k = 0, controller = null, lastSource = "store";
+let state, lanes = [], k = 0, controller = null, lastSource = "store", lastKey = "";
 const $ = (id) => document.getElementById(id);
 
 export function init(s) {
@@ -34,6 +34,7 @@ function onSource() {
   const src = source();
   $("st-inline").hidden = src === "store";
   $("st-train").hidden = src !== "trained";
+  $("st-note").hidden = src !== "textbook";
   if (src === "textbook") {
     $("st-text").value = TEXTBOOK.text;
     $("st-merges").value = TEXTBOOK.merges;
@@ -82,6 +83,7 @@ async function load() {
   controller = new AbortController();
   const { signal } = controller;
   const text = $("st-text").value;
+  const key = JSON.stringify([source(), state.ref, text, $("st-merges").value, $("st-pattern").value]);
   try {
     let next;
     if (source() === "store") {
@@ -104,7 +106,8 @@ async function load() {
     lanes = [];
     showError($("st-error"), err);
   }
-  go(0);
+  go(key === lastKey ? k : 0); // the same question again keeps its place
+  lastKey = key;
 }
 
 function go(to) {
@@ -152,7 +155,7 @@ function renderLane(lane) {
   const current = pieces.flat().map((s) => s.id);
   box.append(seq,
     el("p", { class: "final" }, "current ids: ", el("code", { class: "cur-ids", text: JSON.stringify(current) })),
-    el("p", { class: "final" }, `final ids after ${resp.steps} merges: `, el("code", { class: "final-ids", text: JSON.stringify(resp.ids) })));
+    el("p", { class: "final" }, `final ids after ${resp.steps} ${resp.steps === 1 ? "merge" : "merges"}: `, el("code", { class: "final-ids", text: JSON.stringify(resp.ids) })));
   return box;
 }
 
@@ -161,12 +164,13 @@ function describe(lane, upto, last) {
   const bytes = lane.resp.pieces.reduce((a, p) => a + p.start.length, 0);
   if (!last) return n ? `Start: ${bytes} bytes, one token each. ${n} merges to go.` : `No merge applies: ${bytes} single-byte tokens.`;
   const { step, piece } = last;
+  const end = upto === n ? (lane.rule === "pairs" ? " Done: no listed pair of adjacent ids is left." : " Done: no adjacent pair's bytes form a token.") : "";
   const where = `in piece ${JSON.stringify(piece.text)}`;
   const head = `Step ${upto} of ${n}: `;
-  if (step.kind === "whole") return `${head}${JSON.stringify(piece.text)} is itself token ${step.id}: the ranks rule returns a piece that is a token whole.`;
+  if (step.kind === "whole") return `${head}${JSON.stringify(piece.text)} is itself token ${step.id}: the ranks rule returns a piece that is a token whole.${end}`;
   const sym = (id) => { const i = piece.start.indexOf(id); return i >= 0 ? show(piece.start_bytes[i]) : show(stepBytes(piece, id)); };
   const why = lane.rule === "pairs" ? `the listed pair (${step.left}, ${step.right}) with the lowest rank, ${step.rank}` : `the adjacent pair whose bytes form the lowest-ranked token, rank ${step.rank}`;
-  return `${head}merge «${sym(step.left)}» (${step.left}) + «${sym(step.right)}» (${step.right}) → «${show(step.bytes)}» = id ${step.id} ${where}: ${why}.`;
+  return `${head}merge «${sym(step.left)}» (${step.left}) + «${sym(step.right)}» (${step.right}) → «${show(step.bytes)}» = id ${step.id} ${where}: ${why}.${end}`;
 }
 
 function stepBytes(piece, id) {

@@ -62,6 +62,7 @@ function held(stateText) {
 async function step() {
   if (busy || done) return;
   busy = true;
+  $("sm-step").disabled = true;
   const n = $("sm-mode").value === "one" ? 1 : 1 + Math.floor(Math.random() * 4);
   const chunk = ids.slice(fed, fed + n);
   const final = fed + chunk.length >= ids.length;
@@ -76,6 +77,8 @@ async function step() {
       el("td", { text: JSON.stringify(chunk) + (final ? " (final)" : "") }),
       el("td", { text: JSON.stringify(r.text) }),
       el("td", { text: bytes.length ? spacedHex(bytes) : "–" })));
+    const body = $("sm-log").tBodies[0];
+    body.scrollTop = body.scrollHeight; // keep the latest step in view
     showError($("sm-error"), null);
   } catch (err) {
     pause();

@@ -58,13 +58,17 @@ async function tokenBytes(ids, signal) {
 function render(ids, pieces, total) {
   const specials = new Set(Object.values(state.info(state.ref)?.special_tokens || {}));
   const stream = new TextDecoder("utf-8"); // joins characters split across tokens
+  let held = new Uint8Array();
   const spans = ids.map((id, i) => {
     const bytes = pieces[i];
     const label = pieceLabel(bytes);
-    // a token holding part of a character shows its hex; the token completing it, the character
+    // a character split over tokens shows on the token that completes it; the tokens before
+    // show the hex of the bytes they add to it
     const decoded = stream.decode(bytes, { stream: true }).replace(/\n/g, "↵\n");
+    held = heldAfter(held, bytes);
+    const own = bytes.slice(Math.max(0, bytes.length - held.length));
     const partial = !label.whole;
-    const shown = decoded || (bytes.length ? `‹${spacedHex(bytes)}›` : "∅");
+    const shown = (decoded + (own.length ? `‹${spacedHex(own)}›` : "")) || "∅";
     const span = el("span", { class: "tok" + (partial ? " partial" : "") + (specials.has(id) ? " special" : ""),
       role: "listitem", tabIndex: i === 0 ? 0 : -1, text: shown });
     span.dataset.id = id;
@@ -77,6 +81,19 @@ function render(ids, pieces, total) {
   $("spans").replaceChildren(...spans);
   if (total > ids.length) $("spans").append(el("p", { class: "hint", text: `… showing the first ${ids.length} of ${total} tokens` }));
   $("token-detail").textContent = total ? "Hover or focus a token for its id, bytes and piece." : "No tokens.";
+}
+
+// The bytes of an unfinished UTF-8 character at the end of `pending` + `bytes`.
+function heldAfter(pending, bytes) {
+  const all = new Uint8Array([...pending, ...bytes]);
+  const n = all.length;
+  for (let back = 1; back <= Math.min(4, n); back++) {
+    const b = all[n - back];
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > back ? all.slice(n - back) : new Uint8Array();
+  }
+  return new Uint8Array();
 }
 
 function detail(span) {
