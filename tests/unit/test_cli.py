@@ -10,6 +10,7 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
+from service.store.importers import gpt2_byte_alphabet
 from tests.testdata import vocab_file
 
 
@@ -169,7 +170,7 @@ def test_an_import_that_would_not_load_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # RoBERTa-style byte-level file: <|endoftext|> at id 0, so the bytes are not ids 0..255
-    alphabet = {chr(c): c for c in range(33, 127)}
+    alphabet = sorted(gpt2_byte_alphabet(), key=gpt2_byte_alphabet().__getitem__)
     vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(alphabet)}}
     doc = {"model": {"type": "BPE", "vocab": vocab, "merges": []},
            "added_tokens": [{"id": 0, "content": "<|endoftext|>"}]}  # fmt: skip
