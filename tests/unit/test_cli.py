@@ -113,8 +113,8 @@ def test_allowed_special_takes_one_token_and_leaves_the_text(
     code, out, err = run(capsys, "encode", "qwen2", "--allowed-special", "all", "<|im_start|>user")
     assert code == 0, err
     assert json.loads(out) == [151644, 872]
-    code, out, err = run(capsys, "count", "cl100k_base", "--allowed-special", "<|endoftext|>",
-                         "--allowed-special", "<|fim_prefix|>", "<|endoftext|><|fim_prefix|>")  # fmt: skip
+    two = ["--allowed-special", "<|endoftext|>", "--allowed-special", "<|fim_prefix|>"]
+    code, out, err = run(capsys, "count", "cl100k_base", *two, "<|endoftext|><|fim_prefix|>")
     assert (code, out) == (0, "2\n"), err
 
 
