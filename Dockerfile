@@ -1,5 +1,5 @@
-# toksvc image: Debian bookworm-slim with Debian's Python 3.11, the bundled store baked in and
-# verified at build time (an image with a bad store is never built).
+# toksvc image: Debian bookworm-slim with Debian's Python 3.11, the package installed with its
+# bundled store, verified at build time (an image with a bad store is never built).
 #
 #   DOCKER_BUILDKIT=0 docker build -t toksvc .
 #   docker run --read-only --tmpfs /tmp -p 8000:8000 toksvc
@@ -18,11 +18,11 @@ RUN cat /tmp/certs/*.crt >> /etc/ssl/certs/ca-certificates.crt 2>/dev/null; true
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 RUN python3 -m venv /opt/toksvc
-COPY pyproject.toml README.md /src/
+COPY pyproject.toml setup.py README.md /src/
 COPY service/ /src/service/
-RUN /opt/toksvc/bin/pip install /src
-COPY tokenizers_store/ /app/tokenizers_store/
-RUN TOKSVC_STORE=/app/tokenizers_store /opt/toksvc/bin/toksvc verify
+COPY tokenizers_store/ /src/tokenizers_store/
+RUN /opt/toksvc/bin/pip install /src && rm -rf /src
+RUN /opt/toksvc/bin/toksvc verify
 
 FROM ${BASE}
 RUN apt-get update \
@@ -30,10 +30,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin toksvc
 COPY --from=build /opt/toksvc /opt/toksvc
-COPY --from=build /app/tokenizers_store /app/tokenizers_store
 ENV PATH=/opt/toksvc/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-    TOKSVC_STORE=/app/tokenizers_store \
     TOKSVC_HOST=0.0.0.0 TOKSVC_PORT=8000 TOKSVC_WORKERS=2 \
     TMPDIR=/tmp
 USER 10001

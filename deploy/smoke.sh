@@ -4,6 +4,7 @@
 # (exit 0 within the grace period), and validate docker-compose.yml.
 #
 #   bash deploy/smoke.sh            # as root on a Debian machine; installs docker.io if missing
+#                                   # (uses the active venv's toksvc, else .venv's, else makes .venv)
 #
 # Without Docker Hub: the base image is built locally (debootstrap minbase, then docker import),
 # builds use the classic builder with host networking, and the host's CA bundle goes into certs/
@@ -68,8 +69,13 @@ print("ready:", urllib.request.urlopen(base + "/readyz").read().decode())
 PYEOF
 
 log "count over HTTP equals the CLI's count"
+TOKSVC=$(command -v toksvc || true)
+if [ -z "$TOKSVC" ]; then  # no active venv: use the repository's, or make one
+  [ -x .venv/bin/toksvc ] || { "$PY" -m venv .venv && .venv/bin/pip install -q -e .; }
+  TOKSVC=.venv/bin/toksvc
+fi
 TEXT="Smoke test: 中文, emoji 🙂, code x = f(y) ** 2."
-cli=$(toksvc count cl100k_base "$TEXT")
+cli=$("$TOKSVC" count cl100k_base "$TEXT")
 http=$("$PY" - "$PORT" "$TEXT" <<'PYEOF'
 import json, sys, urllib.request
 req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/tokenizers/cl100k_base/count",

@@ -1,5 +1,5 @@
 """A realistic mix against toksvc: count 60%, encode 20%, decode 10%, streaming decode 10% (the
-stateless step form and NDJSON), over several tokenizers, with texts from ../shared/corpus
+stateless step form and NDJSON), over several tokenizers, with real texts (loadtests/texts.py)
 (a sentence to 64 KB), plus a chat-replay user whose history grows by one message per request.
 
     locust -f loadtests/locustfile.py --host http://127.0.0.1:8000
@@ -11,22 +11,16 @@ Task names are the operations' verbs: count, encode, decode, decode_stream.
 from __future__ import annotations
 
 import json
-import os
 import random
-from pathlib import Path
 
 from locust import HttpUser, between, task
+from texts import corpus
 
-SHARED = Path(os.environ.get("TOKSVC_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 TOKENIZERS = ["cl100k_base", "o200k_base", "qwen2", "gpt2"]
 SIZES = [120, 120, 600, 2_000, 2_000, 8_000, 64_000]  # characters; small ones are most traffic
 
 
-def _load_corpus() -> str:
-    return "".join(p.read_text("utf-8") for p in sorted((SHARED / "corpus").glob("*.txt")))
-
-
-CORPUS = _load_corpus()
+CORPUS = corpus()
 PARAGRAPHS = [p for p in CORPUS.split("\n\n") if 40 < len(p) < 3000]
 
 

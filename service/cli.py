@@ -1,4 +1,9 @@
-"""The `toksvc` command line: train, import, verify, list, encode, decode, count, schema, serve."""
+"""The `toksvc` command line: train, import, verify, list, encode, decode, count, schema, serve.
+
+Reading commands serve one or more stores (`--store DIR`, repeatable; `bundled` names the store
+that ships with the package; default `$TOKSVC_STORE`, else the bundled store). `train` and
+`import` write into one store the user names and never into the bundled one.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +16,36 @@ from pathlib import Path
 import msgspec
 
 from service.bpe import SpecialSet, Tokenizer, train
-from service.errors import TokenizerNotFoundError, ToksvcError
-from service.settings import Settings
+from service.errors import (
+    ConfigError,
+    DisallowedSpecialError,
+    StoreError,
+    TokenizerNotFoundError,
+    ToksvcError,
+)
+from service.settings import BUNDLED, Settings, is_bundled, parse_stores
 from service.store import presets
 from service.store.fileformat import Metadata, TokenizerFile, json_schema
-from service.store.importers import from_gpt2, from_hf_json, from_tiktoken, source_note, today
-from service.store.manifest import add_to_store, read_manifest
-from service.store.registry import Registry, load_store
+from service.store.importers import import_files, source_note, today
+from service.store.manifest import add_to_store
+from service.store.registry import Registry, listed_refs, load_store
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     try:
+        parser = _parser(Settings.from_env())
+        args, late = parser.parse_known_args(argv)
+        _take_late_positionals(parser, args, late)
         return int(args.run(args) or 0)
+    except ConfigError as exc:
+        print(f"toksvc: error: {exc}", file=sys.stderr)
+        return 2
+    except DisallowedSpecialError as exc:  # the library's message names the API's fields
+        print(f"toksvc: error: the text contains the special token {exc.token!r} at character "
+              f"{exc.position}; pass --allowed-special {exc.token!r} (or --allowed-special all) "
+              "to encode it as a special id, or --as-text to encode it as ordinary text",
+              file=sys.stderr)  # fmt: skip
+        return 1
     except ToksvcError as exc:
         print(f"toksvc: error: {exc}", file=sys.stderr)
         return 1
@@ -31,19 +53,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    settings = Settings.from_env()
-    top = argparse.ArgumentParser(prog="toksvc", description=__doc__)
+def _parser(settings: Settings) -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="toksvc", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--store",
-        type=Path,
-        default=settings.store,
-        help="store directory (default: $TOKSVC_STORE, else the bundled store)",
+        action="append",
+        type=_store_arg,
+        help=f"a store directory, or `{BUNDLED}`; repeat to serve several (default: "
+        "$TOKSVC_STORE, else the bundled store)",
     )
+    common.set_defaults(default_stores=settings.stores)
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument(
+        "--store",
+        type=_store_arg,
+        help="the store to write to (created if missing; default: the last folder in "
+        "$TOKSVC_STORE); never the bundled store",
+    )
+    target.set_defaults(default_stores=settings.stores)
     sub = top.add_subparsers(required=True, metavar="COMMAND")
 
-    p = sub.add_parser("train", parents=[common], help="train a pairs tokenizer into the store")
+    p = sub.add_parser("train", parents=[target], help="train a pairs tokenizer into a store")
     p.add_argument("corpus", nargs="+", type=Path, help="UTF-8 text files")
     p.add_argument("--vocab-size", type=int, required=True)
     p.add_argument("--name", required=True)
@@ -57,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     _metadata_args(p)
     p.set_defaults(run=_train)
 
-    p = sub.add_parser("import", parents=[common], help="import a tokenizer into the store")
+    p = sub.add_parser("import", parents=[target], help="import a tokenizer into a store")
     p.add_argument("kind", choices=["tiktoken", "hf", "gpt2"])
     p.add_argument(
         "files",
@@ -81,26 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", parents=[common], help="list the tokenizers in the store")
     p.set_defaults(run=_list)
 
-    for verb, helptext in (("encode", "print the ids of a text"), ("count", "count tokens")):
-        p = sub.add_parser(verb, parents=[common], help=helptext)
-        p.add_argument("tokenizer", help="name or name@version")
-        p.add_argument("text", nargs="?", help="the text (default: read stdin)")
-        p.add_argument(
-            "--allowed-special",
-            nargs="*",
-            default=[],
-            help="special tokens to encode as special ids, or `all`",
-        )
-        p.add_argument(
-            "--as-text", action="store_true", help="encode special-token literals as ordinary text"
-        )
-        p.set_defaults(run=_encode_or_count, verb=verb)
-
-    p = sub.add_parser("decode", parents=[common], help="print the text of ids")
-    p.add_argument("tokenizer", help="name or name@version")
-    p.add_argument("ids", nargs="*", type=int, help="ids (default: read a JSON list from stdin)")
-    p.add_argument("--errors", choices=["strict", "replace"], default="strict")
-    p.set_defaults(run=_decode)
+    _text_commands(sub, common)
 
     p = sub.add_parser("schema", help="print the JSON Schema of tokenizer files")
     p.set_defaults(run=lambda args: print(json.dumps(json_schema(), indent=2)))
@@ -113,6 +126,58 @@ def _parser() -> argparse.ArgumentParser:
     return top
 
 
+def _take_late_positionals(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, late: list[str]
+) -> None:
+    """argparse fills an optional positional before it sees a later option, so the text of
+    `encode NAME --allowed-special all TEXT` (or the ids of `decode NAME --errors replace 1 2`)
+    arrives as unrecognized: take it where it belongs."""
+    if not late:
+        return
+    if getattr(args, "text", "") is None and len(late) == 1:
+        args.text = late[0]
+    elif getattr(args, "ids", None) == [] and all(x.lstrip("-").isdigit() for x in late):
+        args.ids = [int(x) for x in late]
+    else:
+        parser.error(f"unrecognized arguments: {' '.join(late)}")
+
+
+def _text_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """encode, count and decode."""
+    for verb, helptext in (("encode", "print the ids of a text"), ("count", "count tokens")):
+        p = sub.add_parser(verb, parents=[common], help=helptext)
+        p.add_argument("tokenizer", help="name or name@version")
+        p.add_argument("text", nargs="?", help="the text (default: all of stdin, as it is: see -n)")
+        p.add_argument(
+            "--allowed-special",
+            action="append",
+            default=[],
+            metavar="TOKEN",
+            help="a special token to encode as its special id (repeatable), or `all`",
+        )
+        p.add_argument(
+            "--as-text", action="store_true", help="encode special-token literals as ordinary text"
+        )
+        p.add_argument(
+            "-n",
+            "--strip-newline",
+            action="store_true",
+            help="drop one trailing newline from the text (what `echo` adds)",
+        )
+        p.set_defaults(run=_encode_or_count, verb=verb)
+
+    p = sub.add_parser("decode", parents=[common], help="print the text of ids")
+    p.add_argument("tokenizer", help="name or name@version")
+    p.add_argument("ids", nargs="*", type=int, help="ids (default: read a JSON list from stdin)")
+    p.add_argument("--errors", choices=["strict", "replace"], default="strict")
+    p.add_argument(
+        "--no-newline", action="store_true", help="print the text exactly, without a final newline"
+    )
+    p.set_defaults(run=_decode)
+
+
 def _metadata_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--description", default="")
     p.add_argument("--license", default="")
@@ -122,6 +187,7 @@ def _metadata_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
+    _target(args)  # refuse before the work, not after
     texts = [path.read_text("utf-8") for path in args.corpus]
     model = train(
         texts,
@@ -165,44 +231,9 @@ def _progress_bar(done: int, total: int) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    preset = presets.PRESETS.get(args.preset) if args.preset else None
-    pattern = (
-        presets.resolve_pattern(args.pattern)
-        if args.pattern is not None
-        else preset.pattern
-        if preset
-        else None
-    )
-    specials = preset.special_tokens if preset else {}
-    files: list[Path] = args.files
-    expected = {"tiktoken": 1, "hf": 1, "gpt2": 2}[args.kind]
-    if len(files) != expected:
-        raise SystemExit(f"toksvc: error: import {args.kind} takes {expected} file(s)")
-    if args.kind == "tiktoken":
-        tf = from_tiktoken(
-            files[0],
-            name=args.name,
-            version=args.version,
-            pattern=pattern,
-            special_tokens=specials,
-            normalization=preset.normalization if preset else "none",
-        )
-    elif args.kind == "gpt2":
-        tf = from_gpt2(
-            files[0],
-            files[1],
-            name=args.name,
-            version=args.version,
-            pattern=pattern or presets.GPT2_PATTERN,
-            special_tokens=specials,
-        )
-    else:
-        tf = from_hf_json(
-            files[0],
-            name=args.name,
-            version=args.version,
-            pattern=pattern if args.pattern is not None else None,
-        )
+    _target(args)
+    tf = import_files(args.kind, args.files, name=args.name, version=args.version,
+                      preset=args.preset, pattern=args.pattern)  # fmt: skip
     meta = Metadata(
         description=args.description,
         license=args.license,
@@ -212,16 +243,34 @@ def _import(args: argparse.Namespace) -> None:
     _write(args, msgspec.structs.replace(tf, metadata=meta))
 
 
+def _store_arg(value: str) -> Path:
+    return parse_stores(value)[0] if value == BUNDLED else Path(value)
+
+
+def _stores(args: argparse.Namespace) -> tuple[Path, ...]:
+    return tuple(args.store) if args.store else args.default_stores
+
+
+def _target(args: argparse.Namespace) -> Path:
+    """The one store `train` and `import` write to: never the bundled one."""
+    store: Path = args.store or args.default_stores[-1]
+    if is_bundled(store):
+        raise StoreError(str(store), "the bundled store is read-only; name your own store with "
+                         "--store DIR (created if missing), then serve both with "
+                         f"--store {BUNDLED} --store DIR")  # fmt: skip
+    return store
+
+
 def _write(args: argparse.Namespace, tf: TokenizerFile) -> None:
-    entry = add_to_store(args.store, tf, default=not args.no_default)
+    store = _target(args)
+    entry = add_to_store(store, tf, default=not args.no_default)
     print(
-        f"wrote {args.store / entry.path} sha256:{entry.sha256}"
-        f"{' (default)' if entry.default else ''}"
+        f"wrote {store / entry.path} sha256:{entry.sha256}{' (default)' if entry.default else ''}"
     )
 
 
 def _verify(args: argparse.Namespace) -> int:
-    registry = load_store(args.store)
+    registry = load_store(_stores(args))
     for t in registry:
         consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
@@ -230,37 +279,39 @@ def _verify(args: argparse.Namespace) -> int:
     print(
         f"{len(registry)} loaded, {len(registry.failures)} failed in {registry.load_seconds:.2f}s"
     )
-    return 1 if registry.failures or not len(registry) else 0
+    return 0 if registry.complete else 1
 
 
-def _list(args: argparse.Namespace) -> None:
+def _list(args: argparse.Namespace) -> int:
     registry = _registry(args)
     for t in registry:
         mark = "*" if t.is_default else " "
         print(f"{mark} {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
+    return 0 if registry.complete else 1
 
 
 def _registry(args: argparse.Namespace, only: str | None = None) -> Registry:
-    registry = load_store(args.store, only=only)
+    registry = load_store(_stores(args), only=only)
     for failure in registry.failures:
         print(f"toksvc: warning: {failure}", file=sys.stderr)
     return registry
 
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
-    """Load only the versions of the asked name; an unknown name lists the whole manifest."""
+    """Load only the versions of the asked name; an unknown name lists every tokenizer."""
     try:
         return _registry(args, args.tokenizer.split("@")[0]).resolve(args.tokenizer).tokenizer
     except TokenizerNotFoundError:
-        refs = [e.ref for e in read_manifest(args.store).tokenizers]
-        raise TokenizerNotFoundError(args.tokenizer, refs) from None
+        raise TokenizerNotFoundError(args.tokenizer, listed_refs(_stores(args))) from None
 
 
 def _encode_or_count(args: argparse.Namespace) -> None:
     tokenizer = _tokenizer(args)
     text = sys.stdin.read() if args.text is None else args.text
+    if args.strip_newline:
+        text = text.removesuffix("\n").removesuffix("\r")
     allowed: SpecialSet = (
-        "all" if args.allowed_special == ["all"] else frozenset(args.allowed_special)
+        "all" if "all" in args.allowed_special else frozenset(args.allowed_special)
     )
     disallowed: SpecialSet = frozenset() if args.as_text else "all"
     if args.verb == "count":
@@ -272,16 +323,28 @@ def _encode_or_count(args: argparse.Namespace) -> None:
 
 def _decode(args: argparse.Namespace) -> None:
     tokenizer = _tokenizer(args)
-    ids = args.ids if args.ids else json.loads(sys.stdin.read())
-    sys.stdout.write(tokenizer.decode(ids, args.errors))
+    ids = args.ids if args.ids else _ids_from_stdin()
+    text = tokenizer.decode(ids, args.errors)
+    sys.stdout.write(text if args.no_newline else text + "\n")
+
+
+def _ids_from_stdin() -> list[int]:
+    try:
+        ids = json.loads(sys.stdin.read())
+    except ValueError as exc:
+        raise ConfigError(f"stdin is not a JSON list of ids: {exc}") from None
+    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+        raise ConfigError("stdin must be a JSON list of integer ids, e.g. [9906, 11, 1917]")
+    return ids
 
 
 def _serve(args: argparse.Namespace) -> None:
     from service.api.server import serve  # noqa: PLC0415 (lazy: the CLI needs no web stack)
 
     serve(
-        Settings.from_env(), store=args.store, host=args.host, port=args.port, workers=args.workers
-    )
+        Settings.from_env(), stores=_stores(args), host=args.host, port=args.port,
+        workers=args.workers,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,7 +18,31 @@ def _bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
-BUNDLED_STORE = Path(__file__).resolve().parent.parent / "tokenizers_store"
+def _bundled_store() -> Path:
+    """The store that ships with the package: inside it when installed from a wheel, the top-level
+    `tokenizers_store/` in a source checkout (and an editable install)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "bundled_store"
+    return packaged if (packaged / "manifest.json").exists() else here.parent / "tokenizers_store"
+
+
+BUNDLED_STORE = _bundled_store()
+BUNDLED = "bundled"  # the word that names the bundled store in TOKSVC_STORE and --store
+
+
+def parse_stores(raw: str) -> tuple[Path, ...]:
+    """`TOKSVC_STORE`: store folders separated by `:` (os.pathsep); `bundled` names the bundled
+    store. Each store owns its names (a name in two stores is a load error naming both)."""
+    parts = [part for part in raw.split(os.pathsep) if part]
+    if not parts:
+        raise ValueError(raw)
+    return tuple(BUNDLED_STORE if part == BUNDLED else Path(part) for part in parts)
+
+
+def is_bundled(store: Path) -> bool:
+    return store.resolve() == BUNDLED_STORE
+
+
 _POSITIVE = {
     "workers",
     "max_body_bytes",
@@ -33,7 +57,7 @@ _POSITIVE = {
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    store: Path = BUNDLED_STORE
+    stores: tuple[Path, ...] = (BUNDLED_STORE,)  # TOKSVC_STORE, see parse_stores
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
@@ -60,16 +84,19 @@ class Settings:
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
         for f in fields(cls):
-            raw = env.get(f"TOKSVC_{f.name.upper()}")
+            env_name = "TOKSVC_STORE" if f.name == "stores" else f"TOKSVC_{f.name.upper()}"
+            raw = env.get(env_name)
             if raw is None or raw == "":
                 continue
-            kind: type = Path if f.name == "store" else type(f.default)
+            kind: type = type(f.default)
             try:
-                values[f.name] = _bool(raw) if kind is bool else kind(raw)
+                if f.name == "stores":
+                    values[f.name] = parse_stores(raw)
+                else:
+                    values[f.name] = _bool(raw) if kind is bool else kind(raw)
             except ValueError:
-                raise ConfigError(
-                    f"TOKSVC_{f.name.upper()}={raw!r} is not a valid {kind.__name__}"
-                ) from None
+                what = "list of store folders" if f.name == "stores" else kind.__name__
+                raise ConfigError(f"{env_name}={raw!r} is not a valid {what}") from None
         settings = cls(**values)  # type: ignore[arg-type]
         if settings.engine not in ("auto", "python"):
             raise ConfigError(f"TOKSVC_ENGINE={settings.engine!r}: use auto or python")

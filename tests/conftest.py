@@ -1,24 +1,17 @@
-"""Shared fixtures: the bundled store, the corpora in ../shared, and tiktoken oracles."""
+"""Shared fixtures: the bundled store, the test data in tests/data, and tiktoken oracles."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import tiktoken
-from tiktoken.load import load_tiktoken_bpe
 
 from service.settings import BUNDLED_STORE
 from service.store.engines import engine_factory
 from service.store.registry import Registry, load_store
 from tests.serverproc import Server, start_server, stop_server
-
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
-CORPUS = SHARED / "corpus"
-VOCAB = SHARED / "vocab"
+from tests.testdata import tiktoken_ranks
 
 # shipped tokenizer -> the .tiktoken file it must match exactly
 TIKTOKEN_SOURCES = {
@@ -29,12 +22,6 @@ TIKTOKEN_SOURCES = {
     "qwen2": "qwen",
     "qwen3": "qwen",
 }
-
-
-def corpus_files() -> list[Path]:
-    files = sorted(CORPUS.glob("*.txt"))
-    assert files, f"no corpus in {CORPUS}: set TOKSVC_SHARED to the shared/ folder"
-    return files
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +58,7 @@ def tiktoken_oracle(registry: Registry, name: str):  # type: ignore[no-untyped-d
         _oracles[name] = tiktoken.Encoding(
             f"oracle_{name}",
             pat_str=loaded.pattern,
-            mergeable_ranks=load_tiktoken_bpe(str(VOCAB / f"{TIKTOKEN_SOURCES[name]}.tiktoken")),
+            mergeable_ranks=tiktoken_ranks(TIKTOKEN_SOURCES[name]),
             special_tokens=loaded.tokenizer.special_tokens,
         )
     return _oracles[name]

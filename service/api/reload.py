@@ -41,19 +41,25 @@ async def initial_load(settings: Settings) -> Registry:
     registry = await anyio.to_thread.run_sync(load_registry, settings)
     for failure in registry.failures:
         log.error("store: %s", failure)
-    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), settings.store,
+    where = os.pathsep.join(map(str, settings.stores))
+    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), where,
              registry.load_seconds)  # fmt: skip
-    broken = bool(registry.failures) or not len(registry)
+    if not len(registry):
+        why = "; ".join(map(str, registry.failures[:3])) or "the manifests list none"
+        reason = (f"no tokenizer loaded ({why}); a worker with nothing to serve does not start: "
+                  "fix TOKSVC_STORE / --store or the files they name")  # fmt: skip
+        raise StoreError(where, reason)
+    broken = not registry.complete
     served = _served_before(settings)
     if broken and served:
         metrics.RELOADS.labels("refused").inc()
         reason = ("the store has failures and an earlier one served here; this worker does not "
                   "start, the running ones keep serving")  # fmt: skip
-        raise StoreError(str(settings.store), reason)
+        raise StoreError(where, reason)
     if broken and settings.strict:
         reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
                   "fix or restore the store, or turn strict off")  # fmt: skip
-        raise StoreError(str(settings.store), reason)
+        raise StoreError(where, reason)
     if served:
         metrics.RELOADS.labels("ok").inc()
     elif not broken and settings.state_dir:
@@ -75,7 +81,7 @@ async def reload(state: State) -> bool:
     """Load the store again; swap it in only if every file loaded."""
     settings: Settings = state.settings
     registry = await anyio.to_thread.run_sync(load_registry, settings)
-    if registry.failures or not len(registry):
+    if not registry.complete:
         for failure in registry.failures:
             log.error("reload refused: %s", failure)
         metrics.RELOADS.labels("refused").inc()
@@ -83,7 +89,9 @@ async def reload(state: State) -> bool:
     state.registry = registry  # one assignment: a request sees the old registry or the new one
     metrics.publish_registry(registry)
     metrics.RELOADS.labels("ok").inc()
-    log.info("reload: %d tokenizers from %s", len(registry), settings.store)
+    log.info(
+        "reload: %d tokenizers from %s", len(registry), os.pathsep.join(map(str, settings.stores))
+    )
     return True
 
 

@@ -161,14 +161,17 @@ def healthz() -> HealthResponse:
 @get("/readyz", opt={"operation": "health"}, sync_to_thread=False,
      responses=problems.documented(503))  # fmt: skip
 def readyz(state: State) -> Response[Any]:
+    """Ready only when every file of every store loaded: a replica that serves part of the store
+    must not take traffic beside replicas that serve all of it (during a rollout, say)."""
     registry: Registry | None = state.registry
-    if registry is None or not len(registry):
+    if registry is None or not registry.complete:
         reasons = [str(f) for f in registry.failures] if registry is not None else []
-        doc = problems.problem(503, "not-ready", "Not ready", str(NotReadyError()),
-                               failures=reasons)  # fmt: skip
+        detail = (f"{len(reasons)} store file(s) failed to load; this worker serves the others but "
+                  "is not ready" if reasons and registry and len(registry)
+                  else str(NotReadyError()))  # fmt: skip
+        doc = problems.problem(503, "not-ready", "Not ready", detail, failures=reasons)
         return problems.response(doc, {"Retry-After": "1"})
-    failures = [str(f) for f in registry.failures] or None
-    return Response(HealthResponse(status="ready", tokenizers=len(registry), failures=failures))
+    return Response(HealthResponse(status="ready", tokenizers=len(registry)))
 
 
 # --- encode and count ---------------------------------------------------------------------

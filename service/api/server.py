@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
@@ -30,9 +31,11 @@ class ReloadingSupervisor(Multiprocess):
                 os.kill(process.pid, signal.SIGHUP)
 
 
-def serve(settings: Settings, *, store: Path, host: str, port: int, workers: int) -> None:
+def serve(
+    settings: Settings, *, stores: Sequence[Path], host: str, port: int, workers: int
+) -> None:
     # Workers read their settings from the environment, so pass the command line's choices on.
-    os.environ["TOKSVC_STORE"] = str(store)
+    os.environ["TOKSVC_STORE"] = os.pathsep.join(map(str, stores))
     # prometheus_client's multiprocess mode: every worker writes its samples to files in this
     # directory and /metrics sums them; it must be set before any worker imports the client.
     state_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")

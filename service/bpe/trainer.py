@@ -101,7 +101,9 @@ def _count_pieces(
     corpus: Iterable[str], pattern: str | None, special_tokens: Sequence[str]
 ) -> Counter[str]:
     split = regex.compile(pattern).findall if pattern else None
-    cut = re.compile("|".join(map(re.escape, special_tokens))) if special_tokens else None
+    # longest first, as the tokenizer finds them: with `<s>` and `<s>x`, `<s>x` is one literal
+    longest_first = sorted(set(special_tokens), key=lambda t: (-len(t), t))
+    cut = re.compile("|".join(map(re.escape, longest_first))) if special_tokens else None
     pieces: Counter[str] = Counter()
     for text in corpus:
         for segment in cut.split(text) if cut else (text,):

@@ -1,5 +1,7 @@
 """Importers: tiktoken rank files, Hugging Face byte-level BPE `tokenizer.json`, GPT-2's
-`encoder.json` + `vocab.bpe`. Each returns a `TokenizerFile`; the CLI writes it to the store.
+`encoder.json` + `vocab.bpe`. Each returns a `TokenizerFile` (`import_files` picks the importer and
+the preset's pattern and special tokens); `add_to_store` validates it before writing. Every failure
+is a `StoreError` naming the file and the field, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,22 +12,67 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from service.bpe.merge import merge_ranks
 from service.bpe.tokenizer import Normalization
 from service.errors import StoreError
 from service.store.fileformat import Metadata, TokenizerFile
 from service.store.manifest import sha256_hex
-from service.store.presets import GPT2_PATTERN
+from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
+
+ImportKind = Literal["tiktoken", "hf", "gpt2"]
+FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "hf": 1, "gpt2": 2}
+
+
+def import_files(
+    kind: ImportKind,
+    files: list[Path],
+    *,
+    name: str,
+    version: str,
+    preset: str | None = None,
+    pattern: str | None = None,
+) -> TokenizerFile:
+    """Import `files` of one kind. `preset` (a name in PRESETS) gives the pattern, special tokens
+    and normalization of a known encoding; `pattern` (a preset pattern name, a regex, or `none`)
+    overrides its pattern. A Hugging Face file brings its own, unless `pattern` is given."""
+    if len(files) != FILES_PER_KIND[kind]:
+        raise StoreError(kind, f"import {kind} takes {FILES_PER_KIND[kind]} file(s), got "
+                               f"{len(files)}")  # fmt: skip
+    known = PRESETS.get(preset) if preset else None
+    chosen = resolve_pattern(pattern) if pattern is not None else known.pattern if known else None
+    specials = known.special_tokens if known else {}
+    if kind == "tiktoken":
+        return from_tiktoken(files[0], name=name, version=version, pattern=chosen,
+                             special_tokens=specials,
+                             normalization=known.normalization if known else "none")  # fmt: skip
+    if kind == "gpt2":
+        return from_gpt2(files[0], files[1], name=name, version=version,
+                         pattern=chosen or GPT2_PATTERN, special_tokens=specials)  # fmt: skip
+    return from_hf_json(files[0], name=name, version=version, pattern=chosen)
 
 
 def today() -> str:
     return datetime.now(UTC).date().isoformat()
 
 
+def read_source(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise StoreError(str(path), f"cannot be read ({exc.strerror})") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_source(path))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoreError(str(path), f"is not valid JSON: {exc}") from None
+
+
 def source_note(*paths: Path) -> str:
-    return "; ".join(f"{p.name} sha256:{sha256_hex(p.read_bytes())}" for p in paths)
+    return "; ".join(f"{p.name} sha256:{sha256_hex(read_source(p))}" for p in paths)
 
 
 def from_tiktoken(
@@ -44,7 +91,7 @@ def from_tiktoken(
     only lower ranks may merge; a token with no such split keeps its bytes in `tokens`.
     """
     ranks: dict[bytes, int] = {}
-    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
+    for lineno, line in enumerate(read_source(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -147,24 +194,43 @@ def from_hf_json(
     from the file; `pattern` overrides the regex.
     """
     where = str(path)
-    doc: dict[str, Any] = json.loads(path.read_bytes())
-    model = doc.get("model") or {}
-    if model.get("type") != "BPE":
-        raise StoreError(where, f"model type {model.get('type')!r} is not BPE")
-    if model.get("ignore_merges"):
-        raise StoreError(where, "ignore_merges=true is not the pairs rule; not supported")
-    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    normalizer = (doc.get("normalizer") or {}).get("type", "none")
-    if normalizer not in ("NFC", "NFKC", "none"):
-        raise StoreError(where, f"normalizer {normalizer!r} is not supported (NFC, NFKC or none)")
+    doc = read_json(path)
+    field = "model"
+    try:
+        model = doc.get("model") or {}
+        if model.get("type") != "BPE":
+            raise StoreError(where, f"model.type: {model.get('type')!r} is not BPE")
+        if model.get("ignore_merges"):
+            raise StoreError(
+                where, "model.ignore_merges: true is not the pairs rule; not supported"
+            )
+        field = "model.merges"
+        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
+                  for m in model["merges"]]  # fmt: skip
+        if any(len(m) != 2 for m in merges):
+            raise StoreError(where, "model.merges: every merge must name two tokens")
+        field = "model.vocab"
+        vocab = dict(model["vocab"])
+        field = "normalizer"
+        normalizer = (doc.get("normalizer") or {}).get("type", "none")
+        if normalizer not in ("NFC", "NFKC", "none"):
+            raise StoreError(where, f"normalizer.type: {normalizer!r} is not supported "
+                                    "(NFC, NFKC or none)")  # fmt: skip
+        field = "added_tokens"
+        specials = {str(t["content"]): int(t["id"]) for t in doc.get("added_tokens", [])}
+        field = "pre_tokenizer"
+        split = pattern if pattern is not None else _hf_split_pattern(doc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(where, f"{field}: missing or malformed ({type(exc).__name__}: "
+                                f"{exc})") from None  # fmt: skip
     return from_byte_level(
-        model["vocab"],
+        vocab,
         merges,  # type: ignore[arg-type]
         where=where,
         name=name,
         version=version,
-        pattern=pattern if pattern is not None else _hf_split_pattern(doc),
-        special_tokens={t["content"]: t["id"] for t in doc.get("added_tokens", [])},
+        pattern=split,
+        special_tokens=specials,
         normalization=normalizer,
         metadata=Metadata(source=source_note(path), created=today()),
     )
@@ -192,9 +258,18 @@ def from_gpt2(
     special_tokens: Mapping[str, int],
 ) -> TokenizerFile:
     """A `pairs` tokenizer from GPT-2's original `encoder.json` and `vocab.bpe`."""
-    vocab: dict[str, int] = json.loads(encoder_json.read_bytes())
-    lines = vocab_bpe.read_text("utf-8").splitlines()
+    vocab = read_json(encoder_json)
+    if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
+        raise StoreError(str(encoder_json), "must be a JSON object of token -> id")
+    try:
+        lines = read_source(vocab_bpe).decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise StoreError(str(vocab_bpe), f"is not UTF-8 text: {exc}") from None
     merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
+    for lineno, merge in enumerate(merges, 1):
+        if len(merge) != 2:
+            raise StoreError(str(vocab_bpe), f"merge {lineno}: must be two tokens separated by a "
+                                             "space")  # fmt: skip
     return from_byte_level(
         vocab,
         merges,  # type: ignore[arg-type]

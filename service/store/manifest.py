@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from service.errors import ManifestError
-from service.store.fileformat import Name, TokenizerFile, Version, dumps
+from service.errors import FormatError, ManifestError
+from service.store.fileformat import Name, TokenizerFile, Version, dumps, parse
+from service.store.validation import validate
 
 MANIFEST = "manifest.json"
 Sha256 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
@@ -82,10 +83,18 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
     """Write the tokenizer file and its manifest entry (replacing an entry of the same version).
 
     The first version of a name is always its default; `default` makes a later one the default.
-    Both files are written to a temporary name and renamed, so a reader never sees half a file.
+    The file is checked exactly as the loader will check it (parsed back and validated) before
+    anything is written, so the store never holds a file that would not load. Both files are
+    written to a temporary name and renamed, so a reader never sees half a file.
     """
     manifest = read_manifest(store) if (store / MANIFEST).exists() else Manifest()
     data = dumps(tf)
+    where = str(store / f"{tf.name}/{tf.version}.json")
+    try:
+        parsed = parse(data)
+    except msgspec.MsgspecError as exc:
+        raise FormatError(where, "file", f"would not load: {exc}") from None
+    validate(parsed, where)
     others = [e for e in manifest.tokenizers if (e.name, e.version) != (tf.name, tf.version)]
     is_default = default or not any(e.name == tf.name for e in others)
     entry = ManifestEntry(

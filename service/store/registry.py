@@ -1,14 +1,16 @@
-"""Loading the store into a registry of verified tokenizers, and resolving `name[@version]`.
+"""Loading stores into a registry of verified tokenizers, and resolving `name[@version]`.
 
 Loading checks each file's sha256 against the manifest before parsing it, then validates and
 builds it. A file that fails stays unloaded, with the reason kept in `Registry.failures`; the
-others load.
+others load. Several stores may be served together (the bundled one and the user's, say): each
+owns its names, so a name found in a second store is a failure naming both manifests, and which
+version is a name's default is never in doubt.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from service.settings import Settings
 from service.store.engines import EngineFactory
 from service.store.engines import engine_factory as engine_factory_for
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import ManifestEntry, read_manifest, sha256_hex
+from service.store.manifest import MANIFEST, ManifestEntry, read_manifest, sha256_hex
 from service.store.validation import validate
 
 
@@ -71,46 +73,73 @@ class Registry:
     def __len__(self) -> int:
         return len(self.tokenizers)
 
+    @property
+    def complete(self) -> bool:
+        """Every file of every store loaded (and there was at least one)."""
+        return not self.failures and bool(self.tokenizers)
+
 
 def load_store(
-    store: Path,
+    store: Path | Sequence[Path],
     engine_factory: EngineFactory | None = None,
     *,
     only: str | None = None,
     text_cache: TextCache | None = None,
 ) -> Registry:
-    """Load every manifest entry (or only the versions of the name `only`).
+    """Load every manifest entry of one store, or of several in order (or only the versions of
+    the name `only`).
 
-    A broken manifest gives an empty registry with one failure. `text_cache`, if given, is shared
+    A broken manifest is one failure (its store adds nothing). `text_cache`, if given, is shared
     by all tokenizers (entries are keyed by each file's sha256).
     """
     factory = engine_factory or engine_factory_for()
     registry = Registry()
     started = time.perf_counter()
-    try:
-        manifest = read_manifest(store)
-    except StoreError as exc:
-        registry.failures.append(exc)
-        return registry
-    for entry in manifest.tokenizers:
-        if only is not None and entry.name != only:
-            continue
+    owners: dict[str, Path] = {}  # name -> the store that has it
+    for root in [store] if isinstance(store, Path) else store:
         try:
-            loaded = load_entry(store, entry, factory, text_cache)
+            manifest = read_manifest(root)
         except StoreError as exc:
             registry.failures.append(exc)
             continue
-        registry.tokenizers[entry.ref] = loaded
-        if entry.default:
-            registry.defaults[entry.name] = entry.ref
+        for entry in manifest.tokenizers:
+            if only is not None and entry.name != only:
+                continue
+            owner = owners.setdefault(entry.name, root)
+            if owner != root:
+                registry.failures.append(StoreError(
+                    str(root / MANIFEST),
+                    f"lists {entry.ref}, but {entry.name} is already in {owner / MANIFEST}; "
+                    "a name lives in one store only (rename it in one of them)",
+                ))  # fmt: skip
+                continue
+            try:
+                loaded = load_entry(root, entry, factory, text_cache)
+            except StoreError as exc:
+                registry.failures.append(exc)
+                continue
+            registry.tokenizers[entry.ref] = loaded
+            if entry.default:
+                registry.defaults[entry.name] = entry.ref
     registry.load_seconds = time.perf_counter() - started
     return registry
+
+
+def listed_refs(stores: Sequence[Path]) -> list[str]:
+    """Every `name@version` the stores' manifests list (nothing is loaded)."""
+    refs: list[str] = []
+    for root in stores:
+        try:
+            refs += [entry.ref for entry in read_manifest(root).tokenizers]
+        except StoreError:
+            continue
+    return refs
 
 
 def load_registry(settings: Settings) -> Registry:
     """The registry the service runs on, with the engines and caches the settings ask for."""
     return load_store(
-        settings.store,
+        settings.stores,
         engine_factory_for(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
         text_cache=TextCache(settings.text_cache_bytes) if settings.text_cache_bytes > 0 else None,
     )

@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.conftest import CORPUS
 from tests.serverproc import Server
+from tests.testdata import all_text
 
 
 def test_small_requests_are_answered_while_a_large_one_is_encoded(server: Server) -> None:
-    text = (CORPUS / "en_shakespeare.txt").read_text("utf-8") * 6  # 6 MB: about half a second
+    text = all_text() * 14  # 6 MB: about half a second
     url = f"{server.base}/v1/tokenizers/cl100k_base/count"
     with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=10) as small:
         big = pool.submit(httpx.post, url, json={"text": text}, timeout=120)

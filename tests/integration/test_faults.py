@@ -18,9 +18,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.conftest import CORPUS
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
+from tests.testdata import all_text
 
 
 def workers_of(pid: int) -> set[int]:
@@ -72,7 +72,7 @@ def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> N
 
 def test_sigterm_lets_in_flight_requests_finish_and_exits_in_bounded_time() -> None:
     server = start_server(1)
-    text = (CORPUS / "en_shakespeare.txt").read_text("utf-8") * 4  # about 0.4 s of work
+    text = all_text() * 9  # 4 MB: about 0.4 s of work
     with ThreadPoolExecutor(1) as pool:
         big = pool.submit(httpx.post, f"{server.base}/v1/tokenizers/cl100k_base/count",
                           json={"text": text}, timeout=60)  # fmt: skip

@@ -17,8 +17,8 @@ import pytest
 
 from service.cli import main as toksvc
 from service.settings import BUNDLED_STORE
-from tests.conftest import CORPUS
 from tests.serverproc import Server, start_server, stop_server
+from tests.testdata import corpus_text
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ class Load:
 
 
 def train(store: Path, version: str) -> None:
-    corpus = str(CORPUS / "en_shakespeare.txt")
+    corpus = str(store.parent / "bard.txt")
+    Path(corpus).write_text(corpus_text("en_shakespeare.txt"), "utf-8")
     assert toksvc(["train", corpus, "--vocab-size", "300", "--name", "bard", "--version", version,
                    "--no-default", "--store", str(store)]) == 0  # fmt: skip
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import shutil
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
-from service.settings import Settings
+from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import Registry
 
 LIMITS = Settings(max_batch_items=4, max_ids_per_request=50, max_body_bytes=64 * 1024)
@@ -164,17 +165,32 @@ def test_probes_and_schema(client: TestClient[Any]) -> None:
     assert client.get("/schema").status_code == 200
 
 
-def test_an_unloadable_store_is_not_ready_503_with_retry_after(tmp_path: Any) -> None:
-    with TestClient(create_app(Settings(store=tmp_path))) as c:  # no manifest at all
-        r = c.post("/v1/tokenizers/gpt2/count", json={"text": "x"})
-        problem(r, 503, "not-ready")
+def test_a_store_that_loads_nothing_refuses_to_start_and_says_why(tmp_path: Any) -> None:
+    app = create_app(Settings(stores=(tmp_path,)))  # no manifest at all
+    with pytest.raises(BaseException) as err, TestClient(app):  # anyio wraps it in a group
+        pass
+    message = "".join(traceback.format_exception(err.value))
+    assert "no tokenizer loaded" in message and "manifest.json" in message
+
+
+def test_a_partly_loaded_store_serves_but_is_not_ready(tmp_path: Any) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(BUNDLED_STORE, store, ignore=shutil.ignore_patterns("o200k_base", "qwen*"))
+    (store / "gpt2" / "1.json").write_bytes(b"{}")  # no longer matches its pin
+    with TestClient(create_app(Settings(stores=(store,)))) as c:
+        assert c.post("/v1/tokenizers/cl100k_base/count", json={"text": "hi"}).status_code == 200
+        problem(c.post("/v1/tokenizers/gpt2/count", json={"text": "x"}), 404, "unknown-tokenizer")
+        r = c.get("/readyz")
+        doc = problem(r, 503, "not-ready")
         assert r.headers["retry-after"] == "1"
-        doc = problem(c.get("/readyz"), 503, "not-ready")
-        assert "manifest.json" in doc["failures"][0]
+        assert any("gpt2/1.json" in f and "sha256" in f for f in doc["failures"]), doc
 
 
 def test_strict_mode_refuses_to_start_on_a_bad_store(tmp_path: Any) -> None:
-    app = create_app(Settings(store=tmp_path, strict=True))
+    store = tmp_path / "store"
+    shutil.copytree(BUNDLED_STORE, store, ignore=shutil.ignore_patterns("o200k_base", "qwen*"))
+    (store / "gpt2" / "1.json").write_bytes(b"{}")
+    app = create_app(Settings(stores=(store,), strict=True))
     with pytest.raises(BaseException) as err, TestClient(app):  # anyio wraps it in a group
         pass
     assert "TOKSVC_STRICT is on" in "".join(traceback.format_exception(err.value))

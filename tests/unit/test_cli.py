@@ -1,5 +1,6 @@
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,8 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
-from tests.conftest import VOCAB
+from service.store.importers import gpt2_byte_alphabet
+from tests.testdata import vocab_file
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -45,7 +47,7 @@ def test_train_import_verify_list(tmp_path: Path, capsys: pytest.CaptureFixture[
         capsys,
         "import",
         "tiktoken",
-        str(VOCAB / "r50k_base.tiktoken"),
+        str(vocab_file("r50k_base.tiktoken")),
         "--name",
         "gpt2",
         "--version",
@@ -90,7 +92,121 @@ def test_encode_count_decode_use_stdin(
     monkeypatch.setattr(sys, "stdin", io.StringIO("hello world"))
     assert run(capsys, "count", "gpt2")[1].strip() == "2"
     monkeypatch.setattr(sys, "stdin", io.StringIO("[31373, 995]"))
-    assert run(capsys, "decode", "gpt2")[1] == "hello world"
+    assert run(capsys, "decode", "gpt2")[1] == "hello world\n"  # output ends with a newline
+    assert run(capsys, "decode", "gpt2", "31373", "--no-newline")[1] == "hello"
+
+
+def test_strip_newline_drops_the_one_echo_adds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hello, world\n"))
+    assert run(capsys, "count", "cl100k_base")[1] == "4\n"  # the newline is a token
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hello, world\n"))
+    assert run(capsys, "count", "cl100k_base", "-n")[1] == "3\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\n\n"))
+    assert run(capsys, "encode", "gpt2", "--strip-newline")[1] == "[64, 198]\n"  # only one
+
+
+def test_allowed_special_takes_one_token_and_leaves_the_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "encode", "qwen2", "--allowed-special", "all", "<|im_start|>user")
+    assert code == 0, err
+    assert json.loads(out) == [151644, 872]
+    two = ["--allowed-special", "<|endoftext|>", "--allowed-special", "<|fim_prefix|>"]
+    code, out, err = run(capsys, "count", "cl100k_base", *two, "<|endoftext|><|fim_prefix|>")
+    assert (code, out) == (0, "2\n"), err
+
+
+def test_errors_name_the_flags_not_the_http_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "encode", "gpt2", "a<|endoftext|>")
+    assert code == 1 and "--allowed-special" in err and "--as-text" in err
+    assert "allowed_special" not in err and "disallowed_special" not in err
+    assert err.count("\n") == 1
+
+
+def test_a_bad_setting_is_one_line_not_a_traceback() -> None:
+    for env in ({"TOKSVC_PORT": "x"}, {"TOKSVC_WORKERS": "0"}, {"TOKSVC_STORE": ":"}):
+        done = subprocess.run([sys.executable, "-m", "service", "--help"], capture_output=True,
+                              text=True, env={**os.environ, **env}, check=False)  # fmt: skip
+        assert done.returncode == 2, env
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+        assert next(iter(env)) in done.stderr
+
+
+def test_the_bundled_store_is_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (BUNDLED_STORE / "manifest.json").read_bytes()
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("abc abd " * 200)
+    for store in ([], ["--store", str(BUNDLED_STORE)], ["--store", "bundled"]):
+        code, _, err = run(capsys, "train", str(corpus), "--vocab-size", "260", "--name", "x",
+                           "--version", "1", *store)  # fmt: skip
+        assert code == 1 and "read-only" in err and "--store DIR" in err, (store, err)
+    assert (BUNDLED_STORE / "manifest.json").read_bytes() == before
+    # a store of one's own is created, and served beside the bundled one
+    mine = tmp_path / "mine"
+    code, _, err = run(capsys, "train", str(corpus), "--vocab-size", "260", "--name", "x",
+                       "--version", "1", "--store", str(mine))  # fmt: skip
+    assert code == 0, err
+    code, out, _ = run(capsys, "list", "--store", "bundled", "--store", str(mine))
+    assert code == 0 and "* x@1" in out and "* cl100k_base@1" in out
+
+
+def test_a_name_in_two_stores_is_an_error_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "mine"
+    code, _, err = run(capsys, "import", "tiktoken", str(vocab_file("r50k_base.tiktoken")),
+                       "--name", "gpt2", "--version", "2", "--preset", "gpt2",
+                       "--store", str(mine))  # fmt: skip
+    assert code == 0, err
+    code, out, err = run(capsys, "verify", "--store", "bundled", "--store", str(mine))
+    assert code == 1
+    assert str(mine / "manifest.json") in out and str(BUNDLED_STORE / "manifest.json") in out
+    assert "gpt2@2" in out
+
+
+def test_an_import_that_would_not_load_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # RoBERTa-style byte-level file: <|endoftext|> at id 0, so the bytes are not ids 0..255
+    alphabet = sorted(gpt2_byte_alphabet(), key=gpt2_byte_alphabet().__getitem__)
+    vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(alphabet)}}
+    doc = {"model": {"type": "BPE", "vocab": vocab, "merges": []},
+           "added_tokens": [{"id": 0, "content": "<|endoftext|>"}]}  # fmt: skip
+    source = tmp_path / "tokenizer.json"
+    source.write_text(json.dumps(doc))
+    store = tmp_path / "store"
+    code, out, err = run(capsys, "import", "hf", str(source), "--name", "r", "--version", "1",
+                         "--store", str(store))  # fmt: skip
+    assert code == 1 and out == "" and "byte_ids" in err and "r/1.json" in err, err
+    assert not (store / "r").exists() and not (store / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "content", "field"),
+    [
+        ("hf", "not json", "not valid JSON"),
+        ("hf", '{"model": {"type": "BPE"}}', "model.merges"),
+        ("hf", '{"model": {"type": "BPE", "merges": [], "vocab": 3}}', "model.vocab"),
+        ("hf", '{"model": {"type": "WordPiece"}}', "model.type"),
+        ("tiktoken", "YQ== x\n", "line 1"),
+        ("gpt2", "[1, 2]", "token -> id"),
+    ],
+)
+def test_importer_failures_are_typed_and_name_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, content: str, field: str
+) -> None:
+    source = tmp_path / "source"
+    source.write_text(content)
+    files = [str(source), str(vocab_file("vocab.bpe"))] if kind == "gpt2" else [str(source)]
+    code, _, err = run(capsys, "import", kind, *files, "--name", "r", "--version", "1",
+                       "--store", str(tmp_path / "store"))  # fmt: skip
+    assert code == 1 and "Traceback" not in err
+    assert str(source) in err and field in err, err
+    code, _, err = run(capsys, "import", kind, str(tmp_path / "missing"), *files[1:], "--name",
+                       "r", "--version", "1", "--store", str(tmp_path / "store"))  # fmt: skip
+    assert code == 1 and "cannot be read" in err and "missing" in err, err
 
 
 def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,9 +1,8 @@
-"""Every imported tokenizer gives exactly the reference ids on every corpus in ../shared/corpus."""
+"""Every imported tokenizer gives exactly the reference ids on every corpus slice in tests/data."""
 
 from __future__ import annotations
 
 import unicodedata
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,18 @@ from service.store.importers import from_gpt2
 from service.store.manifest import add_to_store
 from service.store.presets import PRESETS
 from service.store.registry import Registry, load_store
-from tests.conftest import TIKTOKEN_SOURCES, VOCAB, corpus_files, tiktoken_oracle
-
-CORPORA = corpus_files()
-
-
-@cache
-def text_of(path: Path) -> str:
-    return path.read_text("utf-8")
+from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
+from tests.testdata import CORPUS_NAMES as CORPORA
+from tests.testdata import corpus_text as text_of
+from tests.testdata import vocab_file
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["registry", "reference"])
 @pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
-@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
 def test_same_ids_as_tiktoken(
-    request: pytest.FixtureRequest, registry: Registry, engine: str, name: str, corpus: Path
+    request: pytest.FixtureRequest, registry: Registry, engine: str, name: str, corpus: str
 ) -> None:
     """Both engines: the fast one the service runs, and the pure-Python reference."""
     loaded = request.getfixturevalue(engine).resolve(name)
@@ -59,9 +54,9 @@ def test_special_tokens_match_tiktoken(registry: Registry, name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
-def test_qwen_matches_hugging_face_tokenizers(registry: Registry, corpus: Path) -> None:
-    hf = HFTokenizer.from_file(str(VOCAB / "qwen3_tokenizer.json"))
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
+def test_qwen_matches_hugging_face_tokenizers(registry: Registry, corpus: str) -> None:
+    hf = HFTokenizer.from_file(str(vocab_file("qwen3_tokenizer.json")))
     text = text_of(corpus)
     expected = hf.encode(text, add_special_tokens=False).ids
     assert registry.resolve("qwen3").tokenizer.encode(text) == expected
@@ -78,8 +73,8 @@ def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
 ) -> None:
     preset = PRESETS["gpt2"]
     tf = from_gpt2(
-        VOCAB / "encoder.json",
-        VOCAB / "vocab.bpe",
+        vocab_file("encoder.json"),
+        vocab_file("vocab.bpe"),
         name="gpt2",
         version="orig",
         pattern=preset.pattern,
@@ -90,15 +85,15 @@ def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
     assert imported.rule == "pairs" and imported.self_consistent
     shipped = registry.resolve("gpt2").tokenizer
     for corpus in CORPORA:
-        text = text_of(corpus)[:300_000]
-        assert imported.tokenizer.encode(text) == shipped.encode(text), corpus.name
+        text = text_of(corpus)
+        assert imported.tokenizer.encode(text) == shipped.encode(text), corpus
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.stem)
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
 @pytest.mark.parametrize("ref", ["bard@1", "bard@2"])
 def test_fast_engine_equals_reference_on_trained_tokenizers(
-    registry: Registry, reference: Registry, ref: str, corpus: Path
+    registry: Registry, reference: Registry, ref: str, corpus: str
 ) -> None:
     text = text_of(corpus)
     fast = registry.resolve(ref).tokenizer.encode(text)

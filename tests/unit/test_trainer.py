@@ -62,3 +62,10 @@ def test_incremental_counts_agree_with_recounting_every_round() -> None:
 
     pieces = [p.encode() for p in regex.findall(pattern, text)]
     assert train([text], 256 + 60, pattern).merges == naive_train(pieces, 60)
+
+
+def test_a_special_token_that_extends_another_is_cut_whole() -> None:
+    # with `<s>` listed first, a shortest-first cut would leave the `x` of `<s>x` to be learned
+    model = train(["<s>xx<s>xx<s>xx"], 300, special_tokens=["<s>", "<s>x"])
+    assert model.merges == []  # only `x` stays between the literals: nothing to merge
+    assert set(model.special_tokens) == {"<s>", "<s>x"}
