@@ -22,6 +22,8 @@ from service.bpe.explain import inline_vocabulary
 from service.store.presets import PATTERNS
 from tests.serverproc import Server
 
+pytestmark = pytest.mark.browser
+
 EMOJI_TEXT = "I 🦜 parrots"  # cl100k splits the parrot's four bytes over three ids
 
 
