@@ -41,9 +41,14 @@ TAGS = [
     Tag(name="tokenizers", description="The tokenizers this service serves, and their metadata."),
     Tag(name="encode and count", description="Text to token ids, or just their number."),
     Tag(name="decode", description="Token ids back to text (or raw bytes)."),
-    Tag(name="streaming", description="Decode ids as they are generated, a few at a time, "
-        "never showing half a character."),  # fmt: skip
+    Tag(
+        name="streaming",
+        description="Decode ids as they are generated, never showing half a character.",
+    ),
     Tag(name="probes", description="Liveness and readiness for orchestrators."),
+    Tag(
+        name="admin", description="Operations that change what the service serves (off by default)."
+    ),
 ]
 
 
@@ -51,8 +56,8 @@ def _problem_not_found(response: Response[Any]) -> Response[Any]:
     """Litestar answers unknown `/schema/...` pages with an HTML 404; make it a problem."""
     if response.status_code != 404:
         return response
-    doc = problems.problem(404, "not-found", "Not found",
-                           f"no such documentation page; the API docs are at {SCHEMA_PATH}")  # fmt: skip
+    detail = f"no such documentation page; the API docs are at {SCHEMA_PATH}"
+    doc = problems.problem(404, "not-found", "Not found", detail)
     return problems.response(doc)
 
 
@@ -64,8 +69,9 @@ def openapi_config() -> OpenAPIConfig:
         standalone_preset_js_url=f"{SWAGGER}/swagger-ui-standalone-preset.js",
         favicon=f"<link rel='icon' type='image/png' href='{SWAGGER}/favicon-32x32.png'>",
     )
-    router = Router(SCHEMA_PATH, route_handlers=[], include_in_schema=False,
-                    after_request=_problem_not_found)  # fmt: skip
+    router = Router(
+        SCHEMA_PATH, route_handlers=[], include_in_schema=False, after_request=_problem_not_found
+    )
     return OpenAPIConfig(
         title="toksvc",
         version=service.__version__,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import msgspec
@@ -72,9 +73,25 @@ def for_error(exc: e.ToksvcError) -> dict[str, Any]:
 def for_http(exc: HTTPException) -> dict[str, Any]:
     kind, title = HTTP_TYPES.get(exc.status_code, ("http-error", "HTTP error"))
     extra: dict[str, Any] = {}
-    if isinstance(exc, ValidationException) and exc.extra:
-        extra["errors"] = exc.extra
+    if isinstance(exc, ValidationException):
+        extra["errors"] = validation_errors(exc)
     return problem(exc.status_code, kind, title, str(exc.detail), **extra)
+
+
+_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")  # how msgspec names the place of a decoding error
+
+
+def validation_errors(exc: ValidationException) -> list[dict[str, Any]]:
+    """`errors` of an invalid request: Litestar's entries for parameters (`message`, `key`,
+    `source`), or one entry for the body, `key` its JSON path (`$` for the whole body)."""
+    if isinstance(exc.extra, list) and exc.extra:
+        return [e if isinstance(e, dict) else {"message": str(e)} for e in exc.extra]
+    if isinstance(exc.extra, dict) and exc.extra:
+        return [exc.extra]
+    message = str(exc.detail)
+    at = _AT_PATH.search(message)
+    key = at.group(1) if at else "$"
+    return [{"message": message[: at.start()] if at else message, "key": key, "source": "body"}]
 
 
 def response(doc: dict[str, Any], headers: dict[str, str] | None = None) -> Response[bytes]:
