@@ -34,8 +34,8 @@ produced it (`tokenizer`: name, version, sha256). Request bodies are strict: unk
 wrong types are refused with a 400. Every error is an RFC 9457 problem document
 (`application/problem+json`); its `type` is listed in the project's docs/api.md.
 
-WebSocket streaming (`/v1/tokenizers/{ref}/decode/ws`), `/metrics` (Prometheus text) and
-`POST /admin/reload` are described in docs/api.md; OpenAPI does not describe them."""
+WebSocket streaming (`/v1/tokenizers/{ref}/decode/ws`) and `/metrics` (Prometheus text) are
+described in docs/api.md; OpenAPI does not describe them."""
 
 TAGS = [
     Tag(name="tokenizers", description="The tokenizers this service serves, and their metadata."),
