@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from inspect import cleandoc
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
-from litestar.openapi.spec import Example, Operation, Parameter, RequestBody
+from litestar.openapi.spec import (
+    Example,
+    OpenAPIResponse,
+    Operation,
+    Parameter,
+    Reference,
+    RequestBody,
+)
 
-from service.api.wire import REQUEST_EXAMPLES
+from service.api.examples import EXAMPLES, Examples
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -45,13 +52,16 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
         return schema
 
 
+def _named(examples: Examples) -> dict[str, Example | Reference]:
+    return {
+        name: Example(summary=summary, value=value) for name, (summary, value) in examples.items()
+    }
+
+
 def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
     """An `operation_class` for a route: describes `{ref}` (with examples) and gives the request
-    body the named examples of `wire.REQUEST_EXAMPLES`, which "Try it out" sends as they are."""
-    examples = {
-        name: Example(summary=e["summary"], value=e["value"])
-        for name, e in (REQUEST_EXAMPLES[body].items() if body is not None else ())
-    }
+    body and the 200 response the named examples of `examples.EXAMPLES` for the body's type."""
+    requests, responses = EXAMPLES[body] if body is not None else ({}, {})
 
     @dataclass
     class DocumentedOperation(Operation):
@@ -60,8 +70,12 @@ def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
                 if isinstance(parameter, Parameter) and parameter.name == "ref":
                     parameter.description = REF_DESCRIPTION
                     parameter.examples = dict(REF_EXAMPLES)
-            if examples and isinstance(self.request_body, RequestBody):
+            if requests and isinstance(self.request_body, RequestBody):
                 for media in self.request_body.content.values():
-                    media.examples = dict[str, Any](examples)
+                    media.examples = _named(requests)
+            ok = (self.responses or {}).get("200")
+            if responses and isinstance(ok, OpenAPIResponse):
+                for media in (ok.content or {}).values():
+                    media.examples = _named(responses)
 
     return DocumentedOperation

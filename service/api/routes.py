@@ -212,7 +212,7 @@ async def _per_text(
     status_code=200,
     opt={"operation": "encode", "body": EncodeRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["encode and count"],
     summary="Encode text to token ids",
     description="`text` gives `ids` and `count`; `texts` gives `results`, one per text, in "
@@ -236,7 +236,7 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
     status_code=200,
     opt={"operation": "count", "body": CountRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["encode and count"],
     summary="Count the tokens of text",
     description="The number of ids encode would return, with the same special-token policy: "
@@ -261,7 +261,7 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
     status_code=200,
     opt={"operation": "decode", "body": DecodeRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["decode"],
     summary="Decode token ids to text",
     description="`ids` gives `text`; `batch` gives `results`, one per id list, in order. "
@@ -296,7 +296,7 @@ def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> 
     status_code=200,
     opt={"operation": "decode_stream", "body": DecodeStepRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["streaming"],
     summary="Streaming decode, one stateless step",
     description="Send the ids generated since the last step and the `state` the last step "

@@ -97,7 +97,7 @@ class StreamBudget:
     status_code=200,
     media_type=NDJSON,
     opt={"operation": "decode_stream"},
-    responses=problems.documented(400, 404, 503),
+    responses=problems.documented(400, 404, 413, 422, 503),
     tags=["streaming"],
     summary="Streaming decode over NDJSON",
     description="Send the body with chunked transfer encoding, one JSON line per batch of ids "

@@ -1,7 +1,7 @@
 """Request and response bodies: strict msgspec Structs (unknown fields and wrong types refused).
 
 Every field carries a description (and an example where one helps) for the OpenAPI document;
-`REQUEST_EXAMPLES` are whole request bodies, each one a request the service answers with a 200.
+whole example bodies are in `examples.py`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class TokenizerRef(_Response, frozen=True):
         str,
         doc(
             "sha256 of the tokenizer file, hex",
-            "4a5a3b1e2c0d4f6e8a9b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f",
+            "55e31bb263f2e9df55cd1b3ffc5c8c962897b61e777f12340ee97ab79ecfdbaf",
         ),
     ]
 
@@ -274,41 +274,3 @@ class ReloadResponse(_Response, frozen=True):
 
     status: Annotated[str, doc("what happened", "reloaded")]
     tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
-
-
-def _example(summary: str, value: dict[str, Any]) -> dict[str, Any]:
-    return {"summary": summary, "value": value}
-
-
-# request bodies shown (and sent by "Try it out") in the docs; tested to get a 200 for cl100k_base
-REQUEST_EXAMPLES: dict[type[Struct], dict[str, dict[str, Any]]] = {
-    EncodeRequest: {
-        "text": _example("one text", {"text": "Hello, world"}),
-        "texts": _example("a batch of texts", {"texts": ["Hello, world", "How are you?"]}),
-        "allowed": _example(
-            "a special token allowed",
-            {"text": "<|endoftext|>Hello", "allowed_special": ["<|endoftext|>"]},
-        ),
-        "as-text": _example(
-            "special-token literals as plain text",
-            {"text": "<|endoftext|>", "disallowed_special": []},
-        ),
-    },
-    CountRequest: {
-        "text": _example("one text", {"text": "Hello, world"}),
-        "texts": _example("a batch of texts", {"texts": ["Hello, world", "How are you?"]}),
-    },
-    DecodeRequest: {
-        "ids": _example("one id list", {"ids": [9906, 11, 1917]}),
-        "batch": _example("a batch", {"batch": [[9906, 11, 1917], [4438, 527, 499, 30]]}),
-        "base64": _example("raw bytes of half a character", {"ids": [9468], "output": "base64"}),
-        "replace": _example("invalid UTF-8 replaced", {"ids": [9468], "errors": "replace"}),
-    },
-    DecodeStepRequest: {
-        "start": _example("first step: 🙂 is incomplete, its bytes are held back", {"ids": [9468]}),
-        "next": _example(
-            "next and final step, with the state the first returned",
-            {"ids": [19044, 5509], "state": "u8.0.8J8=", "final": True},
-        ),
-    },
-}

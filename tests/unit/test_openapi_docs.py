@@ -95,44 +95,56 @@ def test_every_ref_parameter_has_a_description_and_examples(schema: dict[str, An
     assert seen == sum("{ref}" in path for _, path, _ in operations(schema))
 
 
-def body_examples(schema: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+def body_examples(schema: dict[str, Any]) -> list[tuple[str, str, str, Any, Any]]:
+    """(method, path, name, request body, documented 200 body) of every request example."""
     found = []
     for method, path, op in operations(schema):
         media = op.get("requestBody", {}).get("content", {}).get("application/json")
         if media is None:
             continue
         assert media.get("examples"), f"{method} {path} takes a body but shows no example"
+        answers = op["responses"]["200"]["content"]["application/json"].get("examples", {})
         for name, example in media["examples"].items():
             assert example["summary"], (path, name)
-            found.append((method, path, name, example["value"]))
+            answer = answers.get(name, {}).get("value")
+            found.append((method, path, name, example["value"], answer))
     return found
 
 
-def test_every_request_example_is_answered_200_by_the_service(
+def test_every_request_example_gets_the_documented_200(
     client: TestClient[Any], schema: dict[str, Any]
 ) -> None:
-    """What "Try it out" sends: the example body, with each example of `{ref}`."""
+    """What "Try it out" sends (the example body, with either example of `{ref}`) is answered
+    with a 200, and the body is the response example of the same name."""
     examples = body_examples(schema)
     assert len(examples) >= 8
-    refs = {"cl100k_base", "cl100k_base@1"}
-    for method, path, name, body in examples:
+    ref = schema["paths"]["/v1/tokenizers/{ref}"]["get"]["parameters"][0]
+    refs = [e["value"] for e in ref["examples"].values()]
+    assert refs
+    for method, path, name, body, answer in examples:
         assert not ({"text", "texts"} <= body.keys() or {"ids", "batch"} <= body.keys()), name
-        for ref in refs:
-            response = client.request(method, path.replace("{ref}", ref), json=body)
-            assert response.status_code == 200, (path, name, ref, response.text)
+        assert answer is not None, f"{path}: no response example named {name}"
+        for value in refs:
+            response = client.request(method, path.replace("{ref}", value), json=body)
+            assert response.status_code == 200, (path, name, value, response.text)
+            assert response.json() == answer, (path, name, value)
 
 
-def test_examples_agree_with_the_service(client: TestClient[Any], schema: dict[str, Any]) -> None:
-    """The examples tell a story (ids of "Hello, world", the 🙂 split over two steps); check it."""
-    examples = {(path, name): body for _, path, name, body in body_examples(schema)}
-    base = "/v1/tokenizers/cl100k_base"
-    hello = examples[("/v1/tokenizers/{ref}/encode", "text")]
-    encoded = client.post(f"{base}/encode", json=hello).json()
-    decode = examples[("/v1/tokenizers/{ref}/decode", "ids")]
-    assert encoded["ids"] == decode["ids"]
-    first = examples[("/v1/tokenizers/{ref}/decode/step", "start")]
-    state = client.post(f"{base}/decode/step", json=first).json()["state"]
-    assert examples[("/v1/tokenizers/{ref}/decode/step", "next")]["state"] == state
+def test_problem_examples_are_what_the_service_says(
+    client: TestClient[Any], schema: dict[str, Any]
+) -> None:
+    op = schema["paths"]["/v1/tokenizers/{ref}/encode"]["post"]
+    shown = {
+        status: next(iter(r["content"][PROBLEM]["examples"].values()))["value"]
+        for status, r in op["responses"].items()
+        if status in {"400", "404", "422"}
+    }
+    assert len(shown) == 3
+    assert client.post("/v1/tokenizers/cl100k_base/encode", json={}).json() == shown["400"]
+    got = client.post("/v1/tokenizers/cl100k_base/encode", json={"text": "<|endoftext|>"})
+    assert got.json() == shown["422"]
+    missing = client.post("/v1/tokenizers/cl100k/encode", json={"text": "a"}).json()
+    assert missing.keys() == shown["404"].keys() and missing["type"] == shown["404"]["type"]
 
 
 def test_invalid_bodies_carry_errors_with_json_paths(client: TestClient[Any]) -> None:
