@@ -49,3 +49,26 @@ def test_docs_page_renders_every_operation_asking_only_the_server(
 
     assert {urlsplit(url).hostname for url in requests} == {"127.0.0.1"}, requests
     assert not errors, errors
+
+
+# a path parameter with examples, and a body with named examples (every body example is sent, in
+# process, by tests/unit/test_openapi_docs.py; expanding an operation takes the page seconds)
+TRY_IT = [("get", "/v1/tokenizers/{ref}"), ("post", "/v1/tokenizers/{ref}/encode")]
+
+
+def test_try_it_out_sends_the_prefilled_example_and_gets_200(server: Server, page: Page) -> None:
+    """In the page, as a person would: expand, "Try it out", "Execute" with the prefilled
+    example (`{ref}` and body); the live response is a 200 with the example's answer."""
+    page.goto(f"{server.base}/schema", wait_until="networkidle")
+    assert set(TRY_IT) <= set(operations(server.base))
+    for method, path in TRY_IT:
+        block = page.locator(f".opblock-{method}").filter(
+            has=page.locator(f".opblock-summary-path[data-path='{path}']")
+        )
+        block.locator(".opblock-summary").click()
+        block.locator("button.try-out__btn").click()
+        block.locator("button.execute").click()
+        response = block.locator(".live-responses-table .response")
+        response.locator(".response-col_status").wait_for(state="visible")
+        assert response.locator(".response-col_status").inner_text().strip().startswith("200")
+        assert '"cl100k_base"' in response.locator(".response-col_description").inner_text()
