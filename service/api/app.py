@@ -8,11 +8,8 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.datastructures import State
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
-import service
-from service.api import explain, metrics, playground, problems, reload
+from service.api import docs, explain, metrics, playground, problems, reload
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -47,6 +44,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             decode_ws,
             reload.admin_reload,
             metrics.MetricsController,
+            docs.assets_router(),
             *explain.ROUTES,
             *playground.handlers(settings),
         ],
@@ -56,11 +54,5 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         plugins=[StrictStructSchemaPlugin()],
         middleware=[metrics.RequestMetrics],
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="toksvc",
-            version=service.__version__,
-            description="Exact BPE token ids, counts, decoding and streaming decode.",
-            path="/schema",
-            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
-        ),
+        openapi_config=docs.openapi_config(),
     )

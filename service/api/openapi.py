@@ -1,21 +1,43 @@
-"""OpenAPI details Litestar leaves out: request bodies refuse unknown fields, so say so."""
+"""OpenAPI details Litestar leaves out: strict request bodies, struct descriptions, and the
+`{ref}` parameter and request-body examples of every operation."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from inspect import cleandoc
 from typing import TYPE_CHECKING
 
 import msgspec
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.openapi.spec import (
+    Example,
+    OpenAPIResponse,
+    Operation,
+    Parameter,
+    Reference,
+    RequestBody,
+)
+
+from service.api.examples import EXAMPLES, Examples
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
     from litestar.openapi.spec import Schema
     from litestar.typing import FieldDefinition
 
+REF_DESCRIPTION = (
+    "the tokenizer: `name` (its default version) or `name@version`; `GET /v1/tokenizers` lists them"
+)
+REF_EXAMPLES = {
+    "default": Example(summary="a name: its default version", value="cl100k_base"),
+    "pinned": Example(summary="an exact version", value="cl100k_base@1"),
+}
+
 
 class StrictStructSchemaPlugin(StructSchemaPlugin):
     """Litestar's msgspec Struct schemas, plus `additionalProperties: false` for Structs with
-    `forbid_unknown_fields` (every `*Request`), so schema-driven clients and fuzzers know."""
+    `forbid_unknown_fields` (every `*Request`), so schema-driven clients and fuzzers know, and
+    the Struct's docstring as the schema's description."""
 
     def to_openapi_schema(
         self, field_definition: FieldDefinition, schema_creator: SchemaCreator
@@ -24,4 +46,36 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
         info = msgspec.inspect.type_info(field_definition.type_)
         if isinstance(info, msgspec.inspect.StructType) and info.forbid_unknown_fields:
             schema.additional_properties = False
+        doc = getattr(field_definition.type_, "__doc__", None)
+        if doc and schema.description is None:
+            schema.description = cleandoc(doc)
         return schema
+
+
+def _named(examples: Examples) -> dict[str, Example | Reference]:
+    return {
+        name: Example(summary=summary, value=value) for name, (summary, value) in examples.items()
+    }
+
+
+def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
+    """An `operation_class` for a route: describes `{ref}` (with examples) and gives the request
+    body and the 200 response the named examples of `examples.EXAMPLES` for the body's type."""
+    requests, responses = EXAMPLES[body] if body is not None else ({}, {})
+
+    @dataclass
+    class DocumentedOperation(Operation):
+        def __post_init__(self) -> None:
+            for parameter in self.parameters or ():
+                if isinstance(parameter, Parameter) and parameter.name == "ref":
+                    parameter.description = REF_DESCRIPTION
+                    parameter.examples = dict(REF_EXAMPLES)
+            if requests and isinstance(self.request_body, RequestBody):
+                for media in self.request_body.content.values():
+                    media.examples = _named(requests)
+            ok = (self.responses or {}).get("200")
+            if responses and isinstance(ok, OpenAPIResponse):
+                for media in (ok.content or {}).values():
+                    media.examples = _named(responses)
+
+    return DocumentedOperation

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import Example
 from litestar.types import ExceptionHandlersMap
 
 from service import errors as e
@@ -72,9 +74,25 @@ def for_error(exc: e.ToksvcError) -> dict[str, Any]:
 def for_http(exc: HTTPException) -> dict[str, Any]:
     kind, title = HTTP_TYPES.get(exc.status_code, ("http-error", "HTTP error"))
     extra: dict[str, Any] = {}
-    if isinstance(exc, ValidationException) and exc.extra:
-        extra["errors"] = exc.extra
+    if isinstance(exc, ValidationException):
+        extra["errors"] = validation_errors(exc)
     return problem(exc.status_code, kind, title, str(exc.detail), **extra)
+
+
+_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")  # how msgspec names the place of a decoding error
+
+
+def validation_errors(exc: ValidationException) -> list[dict[str, Any]]:
+    """`errors` of an invalid request: Litestar's entries for parameters (`message`, `key`,
+    `source`), or one entry for the body, `key` its JSON path (`$` for the whole body)."""
+    if isinstance(exc.extra, list) and exc.extra:
+        return [e if isinstance(e, dict) else {"message": str(e)} for e in exc.extra]
+    if isinstance(exc.extra, dict) and exc.extra:
+        return [exc.extra]
+    message = str(exc.detail)
+    at = _AT_PATH.search(message)
+    key = at.group(1) if at else "$"
+    return [{"message": message[: at.start()] if at else message, "key": key, "source": "body"}]
 
 
 def response(doc: dict[str, Any], headers: dict[str, str] | None = None) -> Response[bytes]:
@@ -113,14 +131,52 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
 }
 
 
+# one example problem per documented status, shown on the docs page
+EXAMPLES: dict[int, tuple[str, dict[str, Any]]] = {
+    400: ("a body that is not what the operation takes", problem(
+        400, "invalid-body", HTTP_TYPES[400][1], "give exactly one of `text` or `texts`",
+        errors=[{"message": "give exactly one of `text` or `texts`", "key": "$", "source": "body"}],
+    )),
+    401: ("no or a wrong bearer token", problem(
+        401, "unauthorized", "Unauthorized", "a valid bearer token is required")),
+    404: ("no such tokenizer", problem(
+        404, "unknown-tokenizer", "Unknown tokenizer",
+        "no tokenizer 'cl100k' is loaded; available: cl100k_base@1, gpt2@1, o200k_base@1",
+        available=["cl100k_base@1", "gpt2@1", "o200k_base@1"])),
+    408: ("a body that arrives too slowly", problem(
+        408, "request-timeout", "Request timeout", "the request body did not arrive within 30 s")),
+    413: ("too many items in one request", problem(
+        413, "limit-exceeded", "Limit exceeded",
+        "items per batch exceeds the limit of 1024 (got 2000)", limit=1024)),
+    422: ("a special-token literal that is not allowed", problem(
+        422, "disallowed-special-token", "Disallowed special token",
+        "text contains the special token '<|endoftext|>' at character 0; pass it in "
+        "allowed_special to encode it as a special id, or disallowed_special=[] to encode it as "
+        "ordinary text",
+        token="<|endoftext|>", position=0)),
+    503: ("the store is still loading", problem(
+        503, "not-ready", "Not ready", "the tokenizer registry is not loaded yet; retry shortly")),
+}  # fmt: skip
+
+
+def types_of(status: int) -> list[str]:
+    """Every problem `type` (without the base) this service answers with `status`."""
+    kinds = [kind for st, kind, _ in TABLE.values() if st == status]
+    if status in HTTP_TYPES:
+        kinds.append(HTTP_TYPES[status][0])
+    return list(dict.fromkeys(kinds))
+
+
 def documented(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the problem responses a route can give."""
+    """OpenAPI entries for the problem responses a route can give (all `ProblemResponse`; see
+    docs/api.md for every `type`), each with an example."""
     return {
         status: ResponseSpec(
             data_container=ProblemResponse,
-            description=f"problem details ({status})",
+            description=f"problem details, `type` one of: {', '.join(types_of(status))}",
             media_type=PROBLEM_JSON,
             generate_examples=False,
+            examples=[Example(summary=EXAMPLES[status][0], value=EXAMPLES[status][1])],
         )
         for status in statuses
     }

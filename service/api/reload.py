@@ -25,7 +25,7 @@ from litestar import Request, post
 from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 
-from service.api import metrics
+from service.api import metrics, problems
 from service.api.wire import ReloadResponse
 from service.errors import StoreError
 from service.settings import Settings
@@ -111,7 +111,18 @@ def on_sighup(state: State) -> None:
         log.debug("no SIGHUP reload: the event loop is not in the main thread")
 
 
-@post("/admin/reload", status_code=202, opt={"operation": "admin"}, include_in_schema=False)
+@post(
+    "/admin/reload",
+    status_code=202,
+    opt={"operation": "admin"},
+    tags=["admin"],
+    summary="Reload the store",
+    description="Off (404) unless `TOKSVC_ADMIN_TOKEN` is set; "
+    "wants `Authorization: Bearer <token>` (401 otherwise). Every worker loads the store again "
+    "and swaps it in only if every file loaded; otherwise the previous store keeps serving.",
+    responses=problems.documented(401, 404),
+    response_description="reload done or requested",
+)
 async def admin_reload(request: Request[Any, Any, Any], state: State) -> ReloadResponse:
     settings: Settings = state.settings
     if not settings.admin_token:

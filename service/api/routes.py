@@ -16,6 +16,7 @@ from litestar.exceptions import ValidationException
 from litestar.params import FromPath, JSONBody
 
 from service.api import metrics, problems
+from service.api.openapi import operation
 from service.api.wire import (
     CountRequest,
     CountResponse,
@@ -142,24 +143,34 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
 
 
 @get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False,
-     responses=problems.documented(503))  # fmt: skip
+     responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
+     description="Every loaded tokenizer file (every version of every name) with its metadata.",
+     response_description="the loaded tokenizers", operation_class=operation())  # fmt: skip
 def list_tokenizers(state: State) -> TokenizerListResponse:
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry_of(state)])
 
 
 @get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False,
-     responses=problems.documented(404, 503))  # fmt: skip
+     responses=problems.documented(400, 404, 503), tags=["tokenizers"],
+     summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
+     "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
+     response_description="the tokenizer", operation_class=operation())  # fmt: skip
 def get_tokenizer(state: State, ref: FromPath[str]) -> TokenizerInfoResponse:
     return info_of(resolve(state, ref))
 
 
-@get("/healthz", opt={"operation": "health"}, sync_to_thread=False)
+@get("/healthz", opt={"operation": "health"}, sync_to_thread=False, tags=["probes"],
+     summary="Liveness", description="200 while the process runs, even while the store loads.",
+     response_description="alive")  # fmt: skip
 def healthz() -> HealthResponse:
     return HealthResponse(status="ok")
 
 
 @get("/readyz", opt={"operation": "health"}, sync_to_thread=False,
-     responses=problems.documented(503))  # fmt: skip
+     responses=problems.documented(503), tags=["probes"], summary="Readiness",
+     description="200 once the store is loaded and this worker serves; 503 (problem, with "
+     "`Retry-After` and the files that failed) before that.",
+     response_description="ready to serve")  # fmt: skip
 def readyz(state: State) -> Response[Any]:
     """Ready only when every file of every store loaded: a replica that serves part of the store
     must not take traffic beside replicas that serve all of it (during a rollout, say)."""
@@ -204,7 +215,14 @@ async def _per_text(
     status_code=200,
     opt={"operation": "encode", "body": EncodeRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
+    tags=["encode and count"],
+    summary="Encode text to token ids",
+    description="`text` gives `ids` and `count`; `texts` gives `results`, one per text, in "
+    "order. A special-token literal in a text is a 422 unless `allowed_special` lists it (it "
+    "becomes its special id) or `disallowed_special` is `[]` (it is encoded as plain text).",
+    response_description="the ids, and the vocabulary that produced them",
+    operation_class=operation(EncodeRequest),
 )
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
     t, texts, results = await _per_text(state, ref, data, "encode")
@@ -221,7 +239,13 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
     status_code=200,
     opt={"operation": "count", "body": CountRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
+    tags=["encode and count"],
+    summary="Count the tokens of text",
+    description="The number of ids encode would return, with the same special-token policy: "
+    "`text` gives `count`; `texts` gives `counts`, one per text, and their `total`.",
+    response_description="the counts, and the vocabulary that counted",
+    operation_class=operation(CountRequest),
 )
 async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
     t, texts, counts = await _per_text(state, ref, data, "count")
@@ -240,7 +264,15 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
     status_code=200,
     opt={"operation": "decode", "body": DecodeRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
+    tags=["decode"],
+    summary="Decode token ids to text",
+    description="`ids` gives `text`; `batch` gives `results`, one per id list, in order. "
+    "Ids that are not in the vocabulary are a 422 naming them; bytes that are not valid UTF-8 "
+    "are a 422 (`errors: strict`, the default) or U+FFFD (`errors: replace`). "
+    '`output: "base64"` returns the raw bytes instead.',
+    response_description="the text (or bytes), and the vocabulary that decoded",
+    operation_class=operation(DecodeRequest),
 )
 async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
     t = resolve(state, ref)
@@ -267,7 +299,15 @@ def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> 
     status_code=200,
     opt={"operation": "decode_stream", "body": DecodeStepRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
+    tags=["streaming"],
+    summary="Streaming decode, one stateless step",
+    description="Send the ids generated since the last step and the `state` the last step "
+    "returned (null to start); get the text that became whole and the next `state`. Bytes of "
+    'an unfinished character are held back in the state; `"final": true` flushes them. Any '
+    "replica can serve the next step.",
+    response_description="the completed text and the next state",
+    operation_class=operation(DecodeStepRequest),
 )
 async def decode_step(
     state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]

@@ -33,6 +33,7 @@ from litestar.types import (
 )
 
 from service.api import metrics, problems
+from service.api.openapi import operation
 from service.api.routes import resolve
 from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
 from service.bpe import StreamDecoder
@@ -96,7 +97,17 @@ class StreamBudget:
     status_code=200,
     media_type=NDJSON,
     opt={"operation": "decode_stream"},
-    responses=problems.documented(400, 404, 503),
+    responses=problems.documented(400, 404, 413, 422, 503),
+    tags=["streaming"],
+    summary="Streaming decode over NDJSON",
+    description="Send the body with chunked transfer encoding, one JSON line per batch of ids "
+    '(`{"ids": [9468]}`); each line is answered with a line `{"text": ...}` as soon as it '
+    "arrives, holding back the bytes of an unfinished character. The end of the body flushes "
+    'them into a last line with `"done": true`. An error before the first output line is a '
+    'problem response; after it, the stream ends with a line `{"error": <problem>}`. '
+    "(The WebSocket form, `/v1/tokenizers/{ref}/decode/ws`, is described in docs/api.md.)",
+    response_description="NDJSON lines of decoded text",
+    operation_class=operation(),
 )
 async def decode_stream(
     state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"

@@ -1,8 +1,12 @@
-"""Request and response bodies: strict msgspec Structs (unknown fields and wrong types refused)."""
+"""Request and response bodies: strict msgspec Structs (unknown fields and wrong types refused).
+
+Every field carries a description (and an example where one helps) for the OpenAPI document;
+whole example bodies are in `examples.py`.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta, Struct
@@ -10,6 +14,24 @@ from msgspec import Meta, Struct
 SpecialList = list[str] | Literal["all"]
 Ids = list[int]
 ErrorsMode = Literal["strict", "replace"]
+
+_REF = "a tokenizer reference `name` or `name@version`"
+_TEXT = "one text to encode; give exactly one of `text` or `texts`"
+_TEXTS = "several texts, one result each, in order; give exactly one of `text` or `texts`"
+_ALLOWED = (
+    'special-token literals to encode as their special ids, or "all"; default none '
+    "(tiktoken's `allowed_special`)"
+)
+_DISALLOWED = (
+    'special-token literals that are an error (422) when they appear in the text, or "all" '
+    "(the default); `[]` encodes them as ordinary text (tiktoken's `disallowed_special`)"
+)
+_ERRORS = (
+    "what to do with bytes that are not valid UTF-8: `strict` answers 422 naming them, `replace` "
+    "puts U+FFFD in their place"
+)
+_IDS_OUT = "the token ids, in order"
+_STATE = "opaque stream state: pass the previous step's `state` back, null to start"
 
 
 class _Request(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -20,135 +42,238 @@ class _Response(Struct, frozen=True, omit_defaults=True, kw_only=True):
     pass
 
 
+def doc(description: str, *examples: Any) -> Meta:
+    """OpenAPI description (and examples) of one field."""
+    return Meta(description=description, examples=list(examples) if examples else None)
+
+
 class TokenizerRef(_Response, frozen=True):
     """Which exact vocabulary produced a result: name, version and the file's sha256."""
 
-    name: str
-    version: str
-    sha256: str
+    name: Annotated[str, doc("tokenizer name", "cl100k_base")]
+    version: Annotated[str, doc("tokenizer version", "1")]
+    sha256: Annotated[
+        str,
+        doc(
+            "sha256 of the tokenizer file, hex",
+            "55e31bb263f2e9df55cd1b3ffc5c8c962897b61e777f12340ee97ab79ecfdbaf",
+        ),
+    ]
 
 
 class EncodeRequest(_Request, frozen=True):
     """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
 
-    text: str | None = None
-    texts: list[str] | None = None
-    allowed_special: SpecialList = msgspec.field(default_factory=list)
-    disallowed_special: SpecialList = "all"
+    text: Annotated[str | None, doc(_TEXT, "Hello, world")] = None
+    texts: Annotated[list[str] | None, doc(_TEXTS, ["Hello, world", "How are you?"])] = None
+    allowed_special: Annotated[SpecialList, doc(_ALLOWED, ["<|endoftext|>"], "all")] = (
+        msgspec.field(default_factory=list)
+    )
+    disallowed_special: Annotated[SpecialList, doc(_DISALLOWED, "all", [])] = "all"
 
 
 class CountRequest(EncodeRequest, frozen=True):
-    pass
+    """Exactly one of `text` or `texts`, as for encode; only the number of ids is returned."""
 
 
 class EncodeResult(_Response, frozen=True):
-    ids: Ids
-    count: int
+    """The ids of one of the `texts`."""
+
+    ids: Annotated[Ids, doc(_IDS_OUT, [9906, 11, 1917])]
+    count: Annotated[int, doc("number of ids", 3)]
 
 
 class EncodeResponse(_Response, frozen=True):
-    tokenizer: TokenizerRef
-    ids: Ids | None = None
-    count: int | None = None
-    results: list[EncodeResult] | None = None
+    """`ids` and `count` for `text`; `results` (one per text, in order) for `texts`."""
+
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    ids: Annotated[Ids | None, doc("the ids of `text`", [9906, 11, 1917])] = None
+    count: Annotated[int | None, doc("number of ids of `text`", 3)] = None
+    results: Annotated[list[EncodeResult] | None, doc("one result per entry of `texts`")] = None
 
 
 class CountResponse(_Response, frozen=True):
-    tokenizer: TokenizerRef
-    count: int | None = None
-    counts: list[int] | None = None
-    total: int | None = None
+    """`count` for `text`; `counts` (one per text, in order) and their `total` for `texts`."""
+
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    count: Annotated[int | None, doc("number of ids of `text`", 3)] = None
+    counts: Annotated[list[int] | None, doc("number of ids of each of `texts`", [3, 4])] = None
+    total: Annotated[int | None, doc("sum of `counts`", 7)] = None
 
 
 class DecodeRequest(_Request, frozen=True):
     """Exactly one of `ids` or `batch`; `output: "base64"` returns the raw bytes instead of text."""
 
-    ids: Ids | None = None
-    batch: list[Ids] | None = None
-    errors: ErrorsMode = "strict"
-    output: Literal["text", "base64"] = "text"
+    ids: Annotated[
+        Ids | None, doc("ids to decode; give exactly one of `ids` or `batch`", [9906, 11, 1917])
+    ] = None
+    batch: Annotated[
+        list[Ids] | None,
+        doc(
+            "several id lists, one result each; give exactly one of `ids` or `batch`",
+            [[9906, 11, 1917], [4438, 527, 499, 30]],
+        ),
+    ] = None
+    errors: Annotated[ErrorsMode, doc(_ERRORS + " (ignored for `base64`)")] = "strict"
+    output: Annotated[
+        Literal["text", "base64"], doc("`text` (UTF-8 decoded) or `base64` (the raw bytes, base64)")
+    ] = "text"
 
 
 class DecodeResult(_Response, frozen=True):
-    text: str | None = None
-    base64: bytes | None = None
+    """One decoded entry of `batch`: `text`, or `base64` with `output: "base64"`."""
+
+    text: Annotated[str | None, doc("the decoded text", "Hello, world")] = None
+    base64: Annotated[bytes | None, doc("the raw bytes, base64", "SGVsbG8sIHdvcmxk")] = None
 
 
 class DecodeResponse(_Response, frozen=True):
-    tokenizer: TokenizerRef
-    text: str | None = None
-    base64: bytes | None = None
-    results: list[DecodeResult] | None = None
+    """`text` (or `base64`) for `ids`; `results` (one per list, in order) for `batch`."""
+
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    text: Annotated[str | None, doc("the decoded text of `ids`", "Hello, world")] = None
+    base64: Annotated[bytes | None, doc("the raw bytes of `ids`, base64", "SGVsbG8sIHdvcmxk")] = (
+        None
+    )
+    results: Annotated[list[DecodeResult] | None, doc("one result per entry of `batch`")] = None
 
 
 class DecodeStepRequest(_Request, frozen=True):
     """One step of a stateless stream: pass back the previous step's `state` (null to start)."""
 
-    ids: Ids = msgspec.field(default_factory=list)
-    state: str | None = None
-    final: bool = False
-    errors: ErrorsMode = "replace"
+    ids: Annotated[Ids, doc("the ids generated since the last step", [9468])] = msgspec.field(
+        default_factory=list
+    )
+    state: Annotated[str | None, doc(_STATE, "u8.0.8J8=")] = None
+    final: Annotated[bool, doc("last step: flush the held-back bytes")] = False
+    errors: Annotated[ErrorsMode, doc(_ERRORS)] = "replace"
 
 
 class DecodeStepResponse(_Response, frozen=True):
-    text: str
-    state: str
-    tokenizer: TokenizerRef
+    """The text that became whole with this step, and the state for the next one."""
+
+    text: Annotated[str, doc("text completed by this step (held-back bytes excluded)", "")]
+    state: Annotated[str, doc("pass this back with the next step", "u8.0.8J8=")]
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
 class StreamChunkRequest(_Request, frozen=True):
     """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`."""
 
-    ids: Ids = msgspec.field(default_factory=list)
-    final: bool = False
+    ids: Annotated[Ids, doc("the ids generated since the last line", [9468])] = msgspec.field(
+        default_factory=list
+    )
+    final: Annotated[bool, doc("WebSocket only: flush, answer with `done` and close")] = False
 
 
 class StreamTextResponse(_Response, frozen=True):
-    text: str
-    done: bool = False
-    reason: str | None = None  # why a stream ended early (the server is shutting down)
+    """One NDJSON line (or WebSocket message) of decoded text."""
+
+    text: Annotated[str, doc("text completed by this line", "Hello")]
+    done: Annotated[bool, doc("true on the last line, after the held-back bytes are flushed")] = (
+        False
+    )
+    reason: Annotated[str | None, doc("why a stream ended early (the server is shutting down)")] = (
+        None
+    )
 
 
 class TokenizerInfoResponse(_Response, frozen=True):
-    name: str
-    version: str
-    ref: str
-    default: bool
-    sha256: str
-    rule: Literal["pairs", "ranks"]
-    vocab_size: Annotated[int, Meta(description="defined ids, special tokens included")]
-    special_tokens: dict[str, int]
-    normalization: str
-    pattern: str | None
-    self_consistent: bool
-    description: str
-    source: str
-    license: str
-    created: str
+    """A served tokenizer: identity, rule, special tokens and provenance."""
+
+    name: Annotated[str, doc("tokenizer name", "cl100k_base")]
+    version: Annotated[str, doc("version of this name", "1")]
+    ref: Annotated[str, doc("the `name@version` reference of exactly this file", "cl100k_base@1")]
+    default: Annotated[bool, doc("whether plain `name` resolves to this version")]
+    sha256: Annotated[str, doc("sha256 of the tokenizer file, hex")]
+    rule: Annotated[
+        Literal["pairs", "ranks"],
+        doc(
+            "merge rule: `ranks` (tiktoken style, by the merged token's rank) or `pairs` "
+            "(Hugging Face style, by the pair's merge priority)"
+        ),
+    ]
+    vocab_size: Annotated[
+        int, Meta(description="defined ids, special tokens included", examples=[100277])
+    ]
+    special_tokens: Annotated[
+        dict[str, int],
+        doc(
+            "special-token literal -> its id; such a literal in a text is encoded as this id only "
+            "when allowed (`allowed_special`)",
+            {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258},
+        ),
+    ]
+    normalization: Annotated[
+        str, doc("Unicode normalization applied before encoding: `none`, `NFC` or `NFKC`", "none")
+    ]
+    pattern: Annotated[str | None, doc("the pre-tokenization regular expression, if any")]
+    self_consistent: Annotated[
+        bool, doc("whether every token's bytes encode to that token alone (always for `ranks`)")
+    ]
+    description: Annotated[str, doc("what this tokenizer is")]
+    source: Annotated[str, doc("where the vocabulary came from")]
+    license: Annotated[str, doc("the vocabulary's licence")]
+    created: Annotated[str, doc("when this file was written (ISO 8601)")]
 
 
 class TokenizerListResponse(_Response, frozen=True):
-    tokenizers: list[TokenizerInfoResponse]
+    """Every loaded tokenizer, every version."""
+
+    tokenizers: Annotated[list[TokenizerInfoResponse], doc("the loaded tokenizers")]
 
 
 class HealthResponse(_Response, frozen=True):
-    status: str
-    tokenizers: int | None = None
-    failures: list[str] | None = None
+    """Liveness or readiness."""
+
+    status: Annotated[str, doc("`ok` (liveness) or `ready` (readiness)", "ready")]
+    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
+    failures: Annotated[list[str] | None, doc("store files that did not load, and why")] = None
 
 
 class ProblemResponse(Struct, frozen=True, kw_only=True):
-    """RFC 9457 problem details; extension members (`token`, `ids`, `offset`) name the facts."""
+    """RFC 9457 problem details (`application/problem+json`). Extension members name the facts;
+    which ones a problem carries depends on its `type` (listed in docs/api.md)."""
 
-    type: str
-    title: str
-    status: int
-    detail: str
+    type: Annotated[str, doc("the kind of problem, a relative URI", "/problems/unknown-tokenizer")]
+    title: Annotated[str, doc("short summary of the kind", "Unknown tokenizer")]
+    status: Annotated[int, doc("the HTTP status", 404)]
+    detail: Annotated[str, doc("what was wrong and how to fix it")]
+    errors: Annotated[
+        list[dict[str, Any]] | None,
+        doc(
+            "invalid-body and invalid parameters: one entry per error, `message`, `key` (JSON path "
+            "in the body, or the parameter's name) and `source` (`body`, `query`, `path`)",
+            [{"message": "Expected `array`, got `str`", "key": "$.texts", "source": "body"}],
+        ),
+    ] = None
+    available: Annotated[
+        list[str] | None,
+        doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
+    ] = None
+    limit: Annotated[float | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
+    token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
+        None
+    )
+    tokens: Annotated[list[str] | None, doc("unknown-special-token: the literals")] = None
+    position: Annotated[
+        int | None,
+        doc(
+            "disallowed-special-token: character offset in the text; lone-surrogate: byte offset "
+            "in the body"
+        ),
+    ] = None
+    ids: Annotated[list[int] | None, doc("unknown-token-id: the ids (first 100)", [999999])] = None
+    offset: Annotated[int | None, doc("undecodable-bytes: byte offset of the bad bytes")] = None
+    bytes: Annotated[str | None, doc("undecodable-bytes: the bytes, hex", "f09f")] = None
+    failures: Annotated[list[str] | None, doc("not-ready on /readyz: files that failed")] = None
 
 
 class ReloadResponse(_Response, frozen=True):
-    status: str
-    tokenizers: int | None = None
+    """The outcome of a store reload."""
+
+    status: Annotated[str, doc("what happened", "reloaded")]
+    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
 
 
 # --- explain and the playground's helpers (service/api/explain.py) ------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from service.settings import BUNDLED_STORE
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
 from tests.testdata import all_text
@@ -88,20 +90,35 @@ def test_sigterm_lets_in_flight_requests_finish_and_exits_in_bounded_time() -> N
     assert server.process.returncode == 0 and took < 15
 
 
-def test_a_store_that_fails_to_load() -> None:
+def test_a_store_that_loads_nothing_exits_non_zero_saying_why() -> None:
     env = {**os.environ, "TOKSVC_STORE": str(ROOT / "no-such-store")}
-    port = free_port()
-    command = [sys.executable, "-m", "service", "serve", "--port", str(port)]
+    for strict in ("0", "1"):
+        command = [sys.executable, "-m", "service", "serve", "--port", str(free_port())]
+        done = subprocess.run(command, env={**env, "TOKSVC_STRICT": strict}, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode != 0
+        assert "no-such-store/manifest.json: cannot be read" in done.stderr
+        assert "no tokenizer loaded" in done.stderr
+
+
+def test_a_store_that_partly_fails_to_load(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(BUNDLED_STORE, store, ignore=shutil.ignore_patterns("o200k_base", "qwen*"))
+    (store / "gpt2" / "1.json").write_bytes(b"{}")  # no longer matches its pin
+    env = {**os.environ, "TOKSVC_STORE": str(store)}
+    command = [sys.executable, "-m", "service", "serve", "--port", str(free_port())]
     strict = subprocess.run(command, env={**env, "TOKSVC_STRICT": "1"}, capture_output=True,
                             text=True, timeout=60, check=False)  # fmt: skip
     assert strict.returncode != 0
-    assert "no-such-store/manifest.json: cannot be read" in strict.stderr + strict.stdout
-    assert "TOKSVC_STRICT is on" in strict.stderr + strict.stdout
+    assert "gpt2/1.json" in strict.stderr and "TOKSVC_STRICT is on" in strict.stderr
     lenient = start_server_on_bad_store(env)
     try:
         r = httpx.get(f"{lenient.base}/readyz", timeout=5)
-        assert r.status_code == 503 and "cannot be read" in r.json()["failures"][0]
+        assert r.status_code == 503 and "gpt2/1.json" in r.json()["failures"][0]
         assert httpx.get(f"{lenient.base}/healthz", timeout=5).status_code == 200
+        counted = httpx.post(f"{lenient.base}/v1/tokenizers/cl100k_base/count",
+                             json={"text": "hi"}, timeout=5)  # fmt: skip
+        assert counted.status_code == 200  # what did load is served; readiness says not all
     finally:
         stop_server(lenient)
 

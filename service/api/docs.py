@@ -1,0 +1,94 @@
+"""The API docs page: OpenAPI settings, tags, and a Swagger UI served from the package (offline).
+
+`/schema` and `/schema/swagger` render Swagger UI from the pinned copy in `assets/swagger-ui/`
+(see the README there), served at `/schema/assets/`; the page loads nothing from elsewhere, so it
+works in an air-gapped cluster. `/schema/openapi.json` is the document. Every other `/schema/...`
+path (Litestar's `redoc`, `elements`, `rapidoc`, Scalar) is a problem+json 404.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from litestar import Response, Router
+from litestar.datastructures import CacheControlHeader
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.openapi.spec import Tag
+from litestar.static_files import create_static_files_router
+
+import service
+from service.api import problems
+
+SCHEMA_PATH = "/schema"
+ASSETS_PATH = f"{SCHEMA_PATH}/assets"
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+SWAGGER = f"{ASSETS_PATH}/swagger-ui"
+
+DESCRIPTION = """Exact BPE token ids, counts, decoding and streaming decode.
+
+A tokenizer reference `{ref}` is a name (its default version, e.g. `cl100k_base`) or
+`name@version`. Every encode, count and decode response names the exact vocabulary file that
+produced it (`tokenizer`: name, version, sha256). Request bodies are strict: unknown fields and
+wrong types are refused with a 400. Every error is an RFC 9457 problem document
+(`application/problem+json`); its `type` is listed in the project's docs/api.md.
+
+WebSocket streaming (`/v1/tokenizers/{ref}/decode/ws`) and `/metrics` (Prometheus text) are
+described in docs/api.md; OpenAPI does not describe them."""
+
+TAGS = [
+    Tag(name="tokenizers", description="The tokenizers this service serves, and their metadata."),
+    Tag(name="encode and count", description="Text to token ids, or just their number."),
+    Tag(name="decode", description="Token ids back to text (or raw bytes)."),
+    Tag(
+        name="streaming",
+        description="Decode ids as they are generated, never showing half a character.",
+    ),
+    Tag(name="probes", description="Liveness and readiness for orchestrators."),
+    Tag(
+        name="admin", description="Operations that change what the service serves (off by default)."
+    ),
+]
+
+
+def _problem_not_found(response: Response[Any]) -> Response[Any]:
+    """Litestar answers unknown `/schema/...` pages with an HTML 404; make it a problem."""
+    if response.status_code != 404:
+        return response
+    detail = f"no such documentation page; the API docs are at {SCHEMA_PATH}"
+    doc = problems.problem(404, "not-found", "Not found", detail)
+    return problems.response(doc)
+
+
+def openapi_config() -> OpenAPIConfig:
+    swagger = SwaggerRenderPlugin(
+        path=["/", "/swagger"],
+        js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+        css_url=f"{SWAGGER}/swagger-ui.css",
+        standalone_preset_js_url=f"{SWAGGER}/swagger-ui-standalone-preset.js",
+        favicon=f"<link rel='icon' type='image/png' href='{SWAGGER}/favicon-32x32.png'>",
+    )
+    router = Router(
+        SCHEMA_PATH, route_handlers=[], include_in_schema=False, after_request=_problem_not_found
+    )
+    return OpenAPIConfig(
+        title="toksvc",
+        version=service.__version__,
+        description=DESCRIPTION,
+        tags=TAGS,
+        path=SCHEMA_PATH,
+        openapi_router=router,
+        render_plugins=[swagger],
+    )
+
+
+def assets_router() -> Router:
+    """The vendored UI files; their names change with nothing, so caches may keep them a day."""
+    return create_static_files_router(
+        ASSETS_PATH,
+        directories=[ASSETS_DIR],
+        name="docs-assets",
+        cache_control=CacheControlHeader(max_age=86400),
+        include_in_schema=False,
+    )

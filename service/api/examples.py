@@ -1,0 +1,84 @@
+"""Whole request and response bodies for the docs page: named examples per operation.
+
+"Try it out" sends a request example as it is; with `cl100k_base` each one gets a 200 whose body
+is the response example of the same name (tests/unit/test_openapi_docs.py checks both).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct
+
+from service.api.wire import CountRequest, DecodeRequest, DecodeStepRequest, EncodeRequest
+
+Examples = dict[str, tuple[str, dict[str, Any]]]  # name -> (summary, body)
+
+CL100K = {
+    "name": "cl100k_base",
+    "version": "1",
+    "sha256": "55e31bb263f2e9df55cd1b3ffc5c8c962897b61e777f12340ee97ab79ecfdbaf",
+}
+HELLO, HOW = [9906, 11, 1917], [4438, 527, 499, 30]  # "Hello, world", "How are you?"
+TEXTS = ["Hello, world", "How are you?"]
+
+# request type of the operation -> (request examples, response examples)
+EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
+    EncodeRequest: (
+        {
+            "text": ("one text", {"text": "Hello, world"}),
+            "texts": ("a batch of texts", {"texts": TEXTS}),
+            "allowed": ("a special token allowed",
+                        {"text": "<|endoftext|>Hello", "allowed_special": ["<|endoftext|>"]}),
+            "as-text": ("special-token literals as plain text",
+                        {"text": "<|endoftext|>", "disallowed_special": []}),
+        },
+        {
+            "text": ("one text", {"tokenizer": CL100K, "ids": HELLO, "count": 3}),
+            "texts": ("a batch of texts", {"tokenizer": CL100K, "results": [
+                {"ids": HELLO, "count": 3}, {"ids": HOW, "count": 4}]}),
+            "allowed": ("a special token allowed",
+                        {"tokenizer": CL100K, "ids": [100257, 9906], "count": 2}),
+            "as-text": ("special-token literals as plain text",
+                        {"tokenizer": CL100K, "ids": [27, 91, 8862, 728, 428, 91, 29], "count": 7}),
+        },
+    ),
+    CountRequest: (
+        {
+            "text": ("one text", {"text": "Hello, world"}),
+            "texts": ("a batch of texts", {"texts": TEXTS}),
+        },
+        {
+            "text": ("one text", {"tokenizer": CL100K, "count": 3}),
+            "texts": ("a batch of texts", {"tokenizer": CL100K, "counts": [3, 4], "total": 7}),
+        },
+    ),
+    DecodeRequest: (
+        {
+            "ids": ("one id list", {"ids": HELLO}),
+            "batch": ("a batch", {"batch": [HELLO, HOW]}),
+            "base64": ("raw bytes of half a character", {"ids": [9468], "output": "base64"}),
+            "replace": ("invalid UTF-8 replaced", {"ids": [9468], "errors": "replace"}),
+        },
+        {
+            "ids": ("one id list", {"tokenizer": CL100K, "text": "Hello, world"}),
+            "batch": ("a batch", {"tokenizer": CL100K, "results": [
+                {"text": "Hello, world"}, {"text": "How are you?"}]}),
+            "base64": ("raw bytes of half a character", {"tokenizer": CL100K, "base64": "8J8="}),
+            "replace": ("invalid UTF-8 replaced", {"tokenizer": CL100K, "text": "\ufffd"}),
+        },
+    ),
+    DecodeStepRequest: (
+        {
+            "start": ("first step: the bytes of an unfinished 🙂 are held back", {"ids": [9468]}),
+            "next": ("next and final step, with the state the first returned",
+                     {"ids": [19044, 5509], "state": "u8.0.8J8=", "final": True}),
+        },
+        {
+            "start": ("first step: the bytes of an unfinished 🙂 are held back",
+                      {"text": "", "state": "u8.0.8J8=", "tokenizer": CL100K}),
+            "next": ("next and final step, with the state the first returned",
+                     {"text": "🙂 ok", "state": "u8.7.", "tokenizer": CL100K}),
+        },
+    ),
+}  # fmt: skip
