@@ -45,6 +45,10 @@ TAGS = [
         name="streaming",
         description="Decode ids as they are generated, never showing half a character.",
     ),
+    Tag(
+        name="explain",
+        description="BPE merge steps of a short text, and the playground's small vocabularies.",
+    ),
     Tag(name="probes", description="Liveness and readiness for orchestrators."),
     Tag(
         name="admin", description="Operations that change what the service serves (off by default)."

@@ -10,7 +10,15 @@ from typing import Any
 
 from msgspec import Struct
 
-from service.api.wire import CountRequest, DecodeRequest, DecodeStepRequest, EncodeRequest
+from service.api.wire import (
+    CountRequest,
+    DecodeRequest,
+    DecodeStepRequest,
+    EncodeRequest,
+    ExplainRequest,
+    InlineExplainRequest,
+    TrainRequest,
+)
 
 Examples = dict[str, tuple[str, dict[str, Any]]]  # name -> (summary, body)
 
@@ -21,6 +29,16 @@ CL100K = {
 }
 HELLO, HOW = [9906, 11, 1917], [4438, 527, 499, 30]  # "Hello, world", "How are you?"
 TEXTS = ["Hello, world", "How are you?"]
+TEXTBOOK = [[98, 99, 256], [97, 98, 257], [257, 99, 258]]  # merges b+c, a+b, ab+c
+STEP_BC = {
+    "at": 1,
+    "left": 98,
+    "right": 99,
+    "id": 256,
+    "rank": 256,
+    "bytes": "6263",
+    "kind": "merge",
+}
 
 # request type of the operation -> (request examples, response examples)
 EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
@@ -80,5 +98,40 @@ EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
             "next": ("next and final step, with the state the first returned",
                      {"text": "🙂 ok", "state": "u8.7.", "tokenizer": CL100K}),
         },
+    ),
+    ExplainRequest: (
+        {"cat": ("a short text", {"text": "cat"})},
+        {"cat": ("a short text", {"rule": "ranks", "ids": [4719], "steps": 2, "pieces": [
+            {"text": "cat", "start": [66, 64, 83], "start_bytes": ["63", "61", "74"], "steps": [
+                {"at": 1, "left": 64, "right": 83, "id": 266, "rank": 266, "bytes": "6174",
+                 "kind": "merge"},
+                {"at": 0, "left": 66, "right": 266, "id": 4719, "rank": 4719, "bytes": "636174",
+                 "kind": "merge"}],
+             "ids": [4719]}], "tokenizer": CL100K})},
+    ),
+    InlineExplainRequest: (
+        {
+            "pairs": ("the textbook counterexample under pairs",
+                      {"text": "abc", "rule": "pairs", "merges": TEXTBOOK}),
+            "ranks": ("the textbook counterexample under ranks",
+                      {"text": "abc", "rule": "ranks", "merges": TEXTBOOK}),
+        },
+        {
+            "pairs": ("the textbook counterexample under pairs", {
+                "rule": "pairs", "ids": [97, 256], "steps": 1, "pieces": [
+                    {"text": "abc", "start": [97, 98, 99], "start_bytes": ["61", "62", "63"],
+                     "steps": [STEP_BC], "ids": [97, 256]}]}),
+            "ranks": ("the textbook counterexample under ranks", {
+                "rule": "ranks", "ids": [258], "steps": 2, "pieces": [
+                    {"text": "abc", "start": [97, 98, 99], "start_bytes": ["61", "62", "63"],
+                     "steps": [STEP_BC, {"at": 0, "left": 97, "right": 256, "id": 258,
+                                         "rank": 258, "bytes": "616263", "kind": "merge"}],
+                     "ids": [258]}]}),
+        },
+    ),
+    TrainRequest: (
+        {"small": ("three merges", {"text": "low lower lowest", "merges": 3, "min_frequency": 1})},
+        {"small": ("three merges", {"merges": [[108, 111, 256], [256, 119, 257], [32, 257, 258]],
+                                    "tokens": ["6c6f", "6c6f77", "206c6f77"], "pattern": "gpt2"})},
     ),
 }  # fmt: skip

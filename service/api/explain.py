@@ -12,6 +12,7 @@ from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 
 from service.api import metrics, problems
+from service.api.openapi import operation
 from service.api.routes import ref_of, resolve, strict_body
 from service.api.wire import (
     ExplainPiece,
@@ -84,7 +85,14 @@ def response_of(
     status_code=200,
     opt={"operation": "explain", "body": ExplainRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 404, 413, 422, 503),
+    responses=problems.documented(400, 404, 408, 413, 422, 503),
+    tags=["explain"],
+    summary="Explain a short text's merges",
+    description="The merge steps, one per step, that turn each piece of the text (at most 256 "
+    "characters) into ids under the tokenizer's rule, normalization and pre-tokenization; the "
+    "text is ordinary text, so `ids` equals encode with `disallowed_special: []`.",
+    response_description="the steps of every piece, and the final ids",
+    operation_class=operation(ExplainRequest),
 )
 async def explain(
     state: State, ref: FromPath[str], data: JSONBody[ExplainRequest]
@@ -105,7 +113,14 @@ async def explain(
     status_code=200,
     opt={"operation": "explain", "body": InlineExplainRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 413, 422),
+    responses=problems.documented(400, 408, 413, 422),
+    tags=["explain"],
+    summary="Explain merges under an inline vocabulary",
+    description="The same steps for a small vocabulary given as merges (at most 512), e.g. "
+    "the textbook counterexample that tells the `pairs` and `ranks` rules apart. Served with "
+    "the playground (off with TOKSVC_PLAYGROUND=0).",
+    response_description="the steps of every piece, and the final ids",
+    operation_class=operation(InlineExplainRequest),
 )
 async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text under a small vocabulary given inline (at most 512
@@ -123,7 +138,14 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     status_code=200,
     opt={"operation": "train", "body": TrainRequest},
     before_request=strict_body,
-    responses=problems.documented(400, 413, 422),
+    responses=problems.documented(400, 408, 413, 422),
+    tags=["explain"],
+    summary="Train a small vocabulary",
+    description="Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 "
+    "merges, for the playground's stepper. Served with the playground (off with "
+    "TOKSVC_PLAYGROUND=0).",
+    response_description="the learned merges and their tokens",
+    operation_class=operation(TrainRequest),
 )
 async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
     """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
