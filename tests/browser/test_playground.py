@@ -83,6 +83,17 @@ def test_typed_text_shows_the_api_count_ids_and_spans(pg: Watched) -> None:
     )
 
 
+def test_long_text_counts_every_token_and_shows_the_first_spans(pg: Watched) -> None:
+    page = pg.page
+    text = "lorem ipsum, dolor sit amet; " * 600  # more tokens than the page draws
+    page.locator("#text").fill(text)
+    count = shown_count(pg, "cl100k_base@1", text)
+    shown = page.locator("#spans .tok")
+    expect(page.locator("#spans-more")).to_contain_text(f"of {count} tokens")
+    assert 0 < shown.count() < count
+    assert len(json.loads(page.locator("#ids").input_value())) == count
+
+
 def test_switching_tokenizer_updates_the_count(pg: Watched) -> None:
     page = pg.page
     text = "Wie viele Tokens braucht dieser deutsche Satz mit Umlauten: äöü ß?"

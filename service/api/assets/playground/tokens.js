@@ -41,6 +41,7 @@ async function update() {
     $("count-tokens").textContent = "–";
     $("ids").value = "";
     $("spans").replaceChildren();
+    $("spans-more").hidden = true;
     state.set({ ids: [] });
   }
 }
@@ -79,7 +80,8 @@ function render(ids, pieces, total) {
     return span;
   });
   $("spans").replaceChildren(...spans);
-  if (total > ids.length) $("spans").append(el("p", { class: "hint", text: `… showing the first ${ids.length} of ${total} tokens` }));
+  $("spans-more").hidden = total <= ids.length;
+  $("spans-more").textContent = total > ids.length ? `Showing the first ${ids.length} of ${total} tokens; the counts and ids cover all.` : "";
   $("token-detail").textContent = total ? "Hover or focus a token for its id, bytes and piece." : "No tokens.";
 }
 
