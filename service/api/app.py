@@ -12,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
-from service.api import metrics, problems, reload
+from service.api import metrics, problems, reload, supervisor
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -34,6 +34,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             app.state.registry = await reload.initial_load(settings)
             reload.on_sighup(app.state)
         watch_stop(app.state)
+        app.state.supervisor_watch = supervisor.watch_supervisor(settings)
         yield
 
     state = State({"settings": settings, "registry": registry,

@@ -25,12 +25,15 @@ TABLE: dict[type[Exception], tuple[int, str, str]] = {
     e.UndecodableBytesError: (422, "undecodable-bytes", "Bytes are not valid UTF-8"),
     e.SurrogateError: (422, "lone-surrogate", "Lone surrogate in text"),
     e.StreamStateError: (422, "invalid-stream-state", "Invalid stream state"),
+    e.EngineFailureError: (422, "engine-failure", "The engine cannot encode this text"),
     e.InputError: (422, "invalid-input", "Invalid input"),
     e.TokenizerNotFoundError: (404, "unknown-tokenizer", "Unknown tokenizer"),
     e.LimitExceededError: (413, "limit-exceeded", "Limit exceeded"),
     e.NotReadyError: (503, "not-ready", "Not ready"),
     e.TooManyStreamsError: (503, "too-many-streams", "Too many concurrent streams"),
     e.RequestTimeoutError: (408, "request-timeout", "Request timeout"),
+    e.ReloadRefusedError: (409, "reload-refused", "Reload refused"),
+    e.ReloadUnavailableError: (503, "reload-unavailable", "Reload unavailable"),
     e.ToksvcError: (400, "bad-request", "Bad request"),
 }
 HTTP_TYPES = {
@@ -40,6 +43,7 @@ HTTP_TYPES = {
     405: ("method-not-allowed", "Method not allowed"),
     413: ("limit-exceeded", "Limit exceeded"),
     415: ("unsupported-media-type", "Unsupported media type"),
+    431: ("limit-exceeded", "Request header fields too large"),
 }
 log = logging.getLogger("toksvc")
 
@@ -66,6 +70,8 @@ def for_error(exc: e.ToksvcError) -> dict[str, Any]:
         extra = {"available": exc.available}
     elif isinstance(exc, e.LimitExceededError):
         extra = {"limit": exc.limit}
+    elif isinstance(exc, e.ReloadRefusedError):
+        extra = {"failures": exc.failures[:100]}
     return problem(status, kind, title, str(exc), **extra)
 
 

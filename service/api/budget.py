@@ -1,0 +1,76 @@
+"""What one request or one stream may cost: output bytes, ids, seconds, and time blocked writing.
+
+- A decode request's output is measured (the byte length of its ids, ~25 ms per million ids)
+  before any of it is built: past TOKSVC_MAX_OUTPUT_BYTES it is a 413 problem. One `/decode` of a
+  million 128-space ids used to build a 128 MB string and a larger JSON body (1 GB RSS).
+- A stream's ids and duration are bounded as before; its sends are bounded too (`send_within`):
+  a client that stops reading is cut off at the stream's deadline or when the worker stops,
+  instead of holding its slot and buffers with `send()` blocked forever. The connection layer
+  (`service.api.connection`) aborts any connection whose client reads nothing for
+  TOKSVC_WRITE_SECONDS, which frees the buffered output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from service.errors import LimitExceededError
+from service.settings import Settings
+
+STOP_GRACE_SECONDS = 1.0
+
+
+def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes per request") -> None:
+    if n_bytes > settings.max_output_bytes:
+        raise LimitExceededError(what, settings.max_output_bytes, n_bytes)
+
+
+class StreamBudget:
+    """Ids, output bytes and seconds one stream may use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.ids_left = settings.max_stream_ids
+        self.max_ids = settings.max_stream_ids
+        self.deadline = time.monotonic() + settings.max_stream_seconds
+        self.max_seconds = settings.max_stream_seconds
+
+    def spend(self, n_ids: int) -> None:
+        self.ids_left -= n_ids
+        if self.ids_left < 0:
+            raise LimitExceededError("ids per stream", self.max_ids)
+
+    def check_output(self, n_bytes: int) -> None:
+        check_output(self.settings, n_bytes, "decoded bytes per stream message")
+
+    def seconds_left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self.expired()
+        return left
+
+    def expired(self) -> LimitExceededError:
+        return LimitExceededError("stream duration in seconds", int(self.max_seconds))
+
+
+async def send_within(send: Callable[[], Awaitable[object]], stopping: asyncio.Event,
+                      seconds: float) -> bool:  # fmt: skip
+    """Run one send; False (and the send cancelled) if `seconds` pass, or the worker stops and
+    the send is still blocked a moment later: the client is not reading."""
+    task = asyncio.ensure_future(send())
+    if not stopping.is_set():
+        stop = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({task, stop}, timeout=max(seconds, 0),
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            stop.cancel()
+    if not task.done():  # stopping, or the deadline passed: a reading client needs no longer
+        await asyncio.wait({task}, timeout=min(max(seconds, 0), STOP_GRACE_SECONDS))
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    return False
