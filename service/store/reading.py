@@ -41,9 +41,8 @@ def _read(store_root: Path, relative_path: str, max_bytes: int) -> tuple[bytes, 
         root = store_root.resolve(strict=True)
         real = path.resolve(strict=True)
     except (OSError, RuntimeError) as exc:  # missing, or a symlink loop
-        raise StoreError(
-            where, f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
-        ) from None
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise StoreError(where, f"cannot be read ({reason})") from None
     if not real.is_relative_to(root):
         raise StoreError(where, f"resolves to {real}, outside the store {root}")
     try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
