@@ -19,6 +19,7 @@ import functools
 import logging
 from typing import Any
 
+import httptools
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -27,6 +28,10 @@ from service.api import problems
 from service.settings import Settings
 
 log = logging.getLogger("toksvc")
+
+
+class _HeadTooLargeError(httptools.HttpParserError):
+    pass
 
 
 @functools.cache
@@ -64,6 +69,8 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         self._head_bytes = 0
         self._reading_head = True
         self._refused = False
+        self._too_large = False
+        self._parsed_head_bytes = 0
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -78,6 +85,28 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         super().on_message_begin()
         self._reading_head = True
         self._head_bytes = 0
+        self._parsed_head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count_head(self, n: int) -> None:
+        """Headers parsed within one read (`data_received` counts only unfinished heads)."""
+        self._parsed_head_bytes += n
+        if self._parsed_head_bytes > _settings().max_header_bytes:
+            self._too_large = True
+            raise _HeadTooLargeError  # the parser stops; uvicorn calls send_400_response
+
+    def send_400_response(self, msg: str) -> None:
+        if self._too_large:
+            self._refuse_head()
+        else:
+            super().send_400_response(msg)
 
     def on_headers_complete(self) -> None:
         self._reading_head = False
