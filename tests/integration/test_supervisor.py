@@ -66,8 +66,10 @@ def test_a_worker_that_cannot_start_is_retried_while_the_other_serves(store: Pat
         assert all(codes), f"{codes.count(False)} of {len(codes)} requests failed"
         gpt2.write_bytes(good)  # the deploy finishes: the retry succeeds
         assert wait_for(lambda: len(workers_of(server.process.pid)) == 2, 40)
-        print(f"\nworker killed on a store that no longer matches its pins: {len(codes)} "
-              f"requests meanwhile, {codes.count(False)} failed; the service kept running")  # fmt: skip
+        print(
+            f"\nworker killed on a store that no longer matches its pins: {len(codes)} "
+            f"requests meanwhile, {codes.count(False)} failed; the service kept running"
+        )
     finally:
         stop_server(server)
     assert server.process.returncode == 0
