@@ -26,7 +26,6 @@ import os
 import signal
 import time
 
-from prometheus_client import multiprocess
 from uvicorn.config import Config
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
@@ -87,6 +86,10 @@ class Supervisor(Multiprocess):
         process.kill()  # hung or dead: make sure, then reap it
         process.join()
         if process.pid is not None:
+            # imported here: prometheus_client must first see PROMETHEUS_MULTIPROC_DIR, which
+            # `serve` sets after importing this module (a single worker runs in this process)
+            from prometheus_client import multiprocess  # noqa: PLC0415
+
             with contextlib.suppress(OSError, TypeError):
                 multiprocess.mark_process_dead(process.pid)  # type: ignore[no-untyped-call]
         if self.should_exit.is_set():

@@ -125,3 +125,36 @@ def test_a_killed_workers_streams_leave_the_gauge(store: Path) -> None:
     finally:
         stream.close()
         stop_server(server)
+
+
+def metric_lines(base: str, name: str) -> list[str]:
+    text = httpx.get(f"{base}/metrics", timeout=5).text
+    return [line for line in text.splitlines() if line.startswith(name)]
+
+
+def test_admin_reload_refusal_is_409_and_the_metrics_follow_reloads(store: Path) -> None:
+    server = start_server(1, TOKSVC_STORE=str(store), TOKSVC_ADMIN_TOKEN="s3cret")
+    url = f"{server.base}/admin/reload"
+    try:
+        r = httpx.post(url, headers={"authorization": "bearer  s3cret"}, timeout=30)
+        assert r.status_code == 202, r.text  # the scheme is case-insensitive
+        manifest = json.loads((store / "manifest.json").read_text())
+        dropped = next(e for e in manifest["tokenizers"] if not e["default"])
+        manifest["tokenizers"].remove(dropped)
+        (store / "manifest.json").write_text(json.dumps(manifest))
+        r = httpx.post(url, headers={"authorization": "Bearer s3cret"}, timeout=30)
+        assert r.status_code == 202
+        series = [line for line in metric_lines(server.base, "toksvc_tokenizer_info{")
+                  if f'version="{dropped["version"]}"' in line and dropped["name"] in line]
+        assert series and all(line.endswith(" 0.0") for line in series), series
+        gpt2 = store / "gpt2" / "1.json"
+        gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))
+        r = httpx.post(url, headers={"authorization": "Bearer s3cret"}, timeout=30)
+        assert r.status_code == 409 and r.json()["type"] == "/problems/reload-refused"
+        assert "gpt2" in r.json()["failures"][0]
+        assert metric_lines(server.base, "toksvc_store_load_failures ") == [
+            "toksvc_store_load_failures 1.0"
+        ]
+        assert count_ok(server.base)  # the previous store keeps serving
+    finally:
+        stop_server(server)
