@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
+from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
-from service.api import metrics, problems, reload, supervisor
+from service.api import auth, metrics, problems, reload, supervisor
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -53,7 +55,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
         plugins=[StrictStructSchemaPlugin()],
-        middleware=[metrics.RequestMetrics],
+        middleware=[metrics.RequestMetrics, *_access(settings)],
+        cors_config=_cors(settings),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="toksvc",
@@ -63,3 +66,18 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
         ),
     )
+
+
+def _access(settings: Settings) -> list[DefineMiddleware]:
+    """API keys, if any are configured (off by default; `service.api.auth`)."""
+    keys = auth.load_keys(settings)
+    return [DefineMiddleware(auth.ApiKeys, keys=keys)] if keys else []
+
+
+def _cors(settings: Settings) -> CORSConfig | None:
+    """CORS for the listed origins only (TOKSVC_CORS_ORIGINS); off by default."""
+    origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+    if not origins:
+        return None
+    return CORSConfig(allow_origins=origins, allow_methods=["GET", "POST"],
+                      allow_headers=["authorization", "content-type", "x-api-key"])  # fmt: skip
