@@ -68,8 +68,14 @@ def workers(pid: int) -> list[int]:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return []
-    return [int(p) for p in children
-            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]  # fmt: skip
+    found = []
+    for p in children:
+        try:
+            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(int(p))
+        except OSError:  # gone meanwhile
+            pass
+    return found
 
 
 class Run:
@@ -164,7 +170,8 @@ def start(store: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str, in
     ready_by = time.monotonic() + 120
     while True:
         if proc.poll() is not None or time.monotonic() > ready_by:
-            sys.exit("the service did not start")
+            proc.kill()
+            sys.exit(f"the service did not start; see {log_path}")
         try:
             if len(workers(proc.pid)) == 2 and httpx.get(f"{base}/readyz").status_code == 200:
                 break

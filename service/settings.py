@@ -31,6 +31,7 @@ _POSITIVE = {
     "max_output_bytes",
     "write_seconds",
     "max_header_bytes",
+    "header_seconds",
 }
 
 
@@ -58,6 +59,7 @@ class Settings:
     max_output_bytes: int = 16 * 1024 * 1024  # decoded bytes one decode request may produce
     write_seconds: float = 30.0  # a client that reads nothing for this long is disconnected
     max_header_bytes: int = 64 * 1024  # request line and headers; more gets 431
+    header_seconds: float = 10.0  # the request line and headers must arrive within this time
     api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off

@@ -3,6 +3,8 @@
 - **Header size**: the request line and headers of one request may take at most
   TOKSVC_MAX_HEADER_BYTES; past that the client gets 431 and the connection closes (uvicorn's
   httptools parser has no such limit: a 300 MB header was read whole).
+- **Header deadline**: the request line and headers must arrive within TOKSVC_HEADER_SECONDS
+  (a client that trickles its headers is disconnected; uvicorn has no such timeout).
 - **Write deadline**: when a client stops reading, the transport's buffer fills and asyncio pauses
   writing. If it stays paused for TOKSVC_WRITE_SECONDS, the connection is aborted (not closed:
   `close()` would wait for the unread buffer to drain), which drops the buffered output and
@@ -71,6 +73,7 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         self._refused = False
         self._too_large = False
         self._parsed_head_bytes = 0
+        self._head_timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -81,11 +84,33 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
             if self._head_bytes > _settings().max_header_bytes:
                 self._refuse_head()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._start_head_clock()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._reading_head = True
         self._head_bytes = 0
         self._parsed_head_bytes = 0
+        self._start_head_clock()
+
+    def _start_head_clock(self) -> None:
+        if self._head_timer is None:
+            seconds = _settings().header_seconds
+            self._head_timer = self.loop.call_later(seconds, self._head_timeout)
+
+    def _stop_head_clock(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self._reading_head and not self.transport.is_closing():
+            log.info("client %s sent no complete request head within %gs: disconnected",
+                     self.client, _settings().header_seconds)  # fmt: skip
+            self.transport.close()
 
     def on_url(self, url: bytes) -> None:
         self._count_head(len(url))
@@ -110,6 +135,7 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._reading_head = False
+        self._stop_head_clock()
         super().on_headers_complete()
 
     def _refuse_head(self) -> None:
@@ -138,6 +164,7 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_write_clock()
+        self._stop_head_clock()
         super().connection_lost(exc)
 
 

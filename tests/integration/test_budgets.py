@@ -19,7 +19,8 @@ from tests.serverproc import Server, start_server, stop_server
 WRITE_SECONDS = 1.0
 LIMITS = {"TOKSVC_WRITE_SECONDS": str(WRITE_SECONDS), "TOKSVC_MAX_HEADER_BYTES": "8192",
           "TOKSVC_MAX_STREAMS_PER_WORKER": "1", "TOKSVC_MAX_STREAM_SECONDS": "4",
-          "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024)}  # fmt: skip
+          "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024),
+          "TOKSVC_HEADER_SECONDS": "1"}  # fmt: skip
 T = "/v1/tokenizers/cl100k_base"
 
 
@@ -97,6 +98,15 @@ def test_headers_over_the_limit_get_431(limited: Server) -> None:
     sock.close()
     assert got.startswith(b"HTTP/1.1 431")
     assert httpx.get(f"{limited.base}/healthz", headers={"x-ok": "a" * 4000}).status_code == 200
+
+
+def test_a_client_that_trickles_its_headers_is_disconnected(limited: Server) -> None:
+    sock = raw_request(limited.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never ends
+    started = time.monotonic()
+    assert read_until_closed(sock) == b""  # closed by the server, at TOKSVC_HEADER_SECONDS
+    assert time.monotonic() - started < 10
+    sock.close()
+    assert serves(limited)
 
 
 def stream_head(path: str) -> bytes:
