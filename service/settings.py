@@ -32,6 +32,7 @@ _POSITIVE = {
     "write_seconds",
     "max_header_bytes",
     "header_seconds",
+    "max_large_requests",
 }
 
 
@@ -60,6 +61,8 @@ class Settings:
     write_seconds: float = 30.0  # a client that reads nothing for this long is disconnected
     max_header_bytes: int = 64 * 1024  # request line and headers; more gets 431
     header_seconds: float = 10.0  # the request line and headers must arrive within this time
+    large_request_bytes: int = 1024 * 1024  # a body over this is a "large request"
+    max_large_requests: int = 2  # large requests worked on at once per worker; more get 503
     api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off

@@ -15,6 +15,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
 from service.api import auth, metrics, problems, reload, supervisor
+from service.api.budget import LargeRequestSlots
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -55,7 +56,11 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
         plugins=[StrictStructSchemaPlugin()],
-        middleware=[metrics.RequestMetrics, *_access(settings)],
+        middleware=[
+            metrics.RequestMetrics,
+            *_access(settings),
+            DefineMiddleware(LargeRequestSlots, settings=settings),
+        ],
         cors_config=_cors(settings),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -17,7 +17,6 @@ import hmac
 import logging
 from pathlib import Path
 
-import msgspec
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
@@ -86,10 +85,4 @@ class ApiKeys:
             return await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
         detail = "a valid API key is required (Authorization: Bearer <key>)"
         doc = problems.problem(401, "unauthorized", "Unauthorized", detail)
-        body = msgspec.json.encode(doc)
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", problems.PROBLEM_JSON.encode()),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b"Bearer"),
-        ]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body, "more_body": False})
+        await problems.send_raw(send, doc, {"WWW-Authenticate": "Bearer"})

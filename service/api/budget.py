@@ -16,6 +16,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from service.api import problems
 from service.errors import LimitExceededError
 from service.settings import Settings
 
@@ -74,3 +78,40 @@ async def send_within(send: Callable[[], Awaitable[object]], stopping: asyncio.E
         return True
     task.cancel()
     return False
+
+
+class LargeRequestSlots:
+    """ASGI middleware: at most TOKSVC_MAX_LARGE_REQUESTS requests with a body over
+    TOKSVC_LARGE_REQUEST_BYTES are worked on at once per worker; one more gets 503 + Retry-After
+    at once (before its body is read), so the memory of a worker is bounded by its idle size plus
+    that many per-request budgets (docs/reliability.md, "Memory budget"). Streams have their own
+    slots and are not counted here."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.limit = settings.max_large_requests
+        self.threshold = settings.large_request_bytes
+        self.busy = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._large(scope):
+            return await self.app(scope, receive, send)
+        if self.busy >= self.limit:
+            detail = (f"this worker already works on {self.limit} requests over "
+                      f"{self.threshold} bytes; retry shortly")  # fmt: skip
+            doc = problems.problem(503, "too-many-large-requests", "Too many large requests",
+                                   detail, limit=self.limit)  # fmt: skip
+            return await problems.send_raw(send, doc, {"Retry-After": "1"})
+        self.busy += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.busy -= 1
+
+    def _large(self, scope: Scope) -> bool:
+        if scope["type"] != ScopeType.HTTP or scope["path"].endswith("/decode/stream"):
+            return False
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                return value.isdigit() and int(value) > self.threshold
+        return bool(scope.get("method") == "POST")  # a chunked body: its size is unknown

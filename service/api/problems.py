@@ -9,7 +9,7 @@ import msgspec
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.types import ExceptionHandlersMap
+from litestar.types import ExceptionHandlersMap, Send
 
 from service import errors as e
 from service.api.wire import ProblemResponse
@@ -90,6 +90,15 @@ def response(doc: dict[str, Any], headers: dict[str, str] | None = None) -> Resp
         media_type=PROBLEM_JSON,
         headers=headers,
     )
+
+
+async def send_raw(send: Send, doc: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    """Answer with a problem document from plain ASGI middleware (outside Litestar's handlers)."""
+    body = msgspec.json.encode(doc)
+    head = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", b"%d" % len(body))]
+    head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": doc["status"], "headers": head})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def retry_headers(status: int) -> dict[str, str] | None:

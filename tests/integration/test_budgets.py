@@ -20,7 +20,8 @@ WRITE_SECONDS = 1.0
 LIMITS = {"TOKSVC_WRITE_SECONDS": str(WRITE_SECONDS), "TOKSVC_MAX_HEADER_BYTES": "8192",
           "TOKSVC_MAX_STREAMS_PER_WORKER": "1", "TOKSVC_MAX_STREAM_SECONDS": "4",
           "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024),
-          "TOKSVC_HEADER_SECONDS": "1"}  # fmt: skip
+          "TOKSVC_HEADER_SECONDS": "1", "TOKSVC_MAX_LARGE_REQUESTS": "1",
+          "TOKSVC_LARGE_REQUEST_BYTES": "2000000"}  # fmt: skip
 T = "/v1/tokenizers/cl100k_base"
 
 
@@ -168,3 +169,30 @@ def test_an_engine_failure_is_a_typed_problem_not_a_500(limited: Server, verb: s
     if r.status_code == 422:
         assert r.json()["type"] == "/problems/engine-failure"
     assert serves(limited)
+
+
+def test_large_requests_beyond_the_per_worker_limit_get_503_at_once(limited: Server) -> None:
+    size = 3_000_000
+    head = (f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+    first = raw_request(limited.port, head, b'{"text": "')  # holds the only large slot
+    try:
+        second = raw_request(limited.port, head)  # no body sent: refused before reading one
+        answer = second.recv(4096)
+        second.close()
+        assert answer.startswith(b"HTTP/1.1 503") and b"too-many-large-requests" in answer
+        assert serves(limited)  # small requests are not counted
+        first.sendall(b"a" * (size - 12) + b'"}')
+        assert read_until_closed_or_response(first).startswith(b"HTTP/1.1 200")
+    finally:
+        first.close()
+    body = json.dumps({"text": "a" * size}).encode()  # the slot is free again
+    assert httpx.post(f"{limited.base}{T}/count", content=body, timeout=30,
+                      headers={"content-type": "application/json"}).status_code == 200  # fmt: skip
+
+
+def read_until_closed_or_response(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    return data
