@@ -61,11 +61,11 @@ def main() -> int:
                              "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    post: Callable[[bytes, str], int] = lambda body, path: (
-        httpx.post(  # noqa: E731
-            base + path, content=body, headers={"content-type": "application/json"}, timeout=120
-        ).status_code
-    )
+
+    def post(body: bytes, path: str) -> int:
+        headers = {"content-type": "application/json"}
+        return httpx.post(base + path, content=body, headers=headers, timeout=120).status_code
+
     cases: dict[str, Callable[[], int]] = {
         "8 MB malformed body of surrogate pairs": lambda: post(
             b'{"text": "' + b"\\ud83d\\ude00" * 690_000 + b'"', f"{T}/encode"),

@@ -144,8 +144,11 @@ def test_admin_reload_refusal_is_409_and_the_metrics_follow_reloads(store: Path)
         (store / "manifest.json").write_text(json.dumps(manifest))
         r = httpx.post(url, headers={"authorization": "Bearer s3cret"}, timeout=30)
         assert r.status_code == 202
-        series = [line for line in metric_lines(server.base, "toksvc_tokenizer_info{")
-                  if f'version="{dropped["version"]}"' in line and dropped["name"] in line]
+        series = [
+            line
+            for line in metric_lines(server.base, "toksvc_tokenizer_info{")
+            if f'version="{dropped["version"]}"' in line and dropped["name"] in line
+        ]
         assert series and all(line.endswith(" 0.0") for line in series), series
         gpt2 = store / "gpt2" / "1.json"
         gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))
