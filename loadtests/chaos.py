@@ -78,6 +78,26 @@ def workers(pid: int) -> list[int]:
     return found
 
 
+def loaded(pid: int) -> bool:
+    """Has this worker published its registry (its `toksvc_store_loaded` file exists)?"""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    dirs = [v.split(b"=", 1)[1] for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+    return bool(dirs) and (Path(dirs[0].decode()) / f"gauge_min_{pid}.db").exists()
+
+
+def wait_until_all_ready(pid: int, n: int, seconds: float = 60) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready = [w for w in workers(pid) if loaded(w)]
+        if len(ready) >= n:
+            return ready
+        time.sleep(0.2)
+    return workers(pid)
+
+
 class Run:
     def __init__(self, base: str, port: int, seconds: float) -> None:
         self.base, self.port = base, port
@@ -195,8 +215,9 @@ class Chaos:
 
     def act(self, action: str) -> None:
         run, proc = self.run, self.proc
-        if action == "kill" and (alive := workers(proc.pid)):
-            os.kill(random.choice(alive), signal.SIGKILL)
+        if action == "kill":
+            ready = wait_until_all_ready(proc.pid, 2)  # one kill at a time, as an OOM kill
+            os.kill(random.choice(ready), signal.SIGKILL)
         elif action == "refuse":  # the file no longer matches its pin
             self.file.write_bytes(self.good.replace(b"[", b"{", 1))
             r = httpx.post(f"{run.base}/admin/reload", timeout=60,

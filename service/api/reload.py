@@ -23,7 +23,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio.to_thread
 from litestar import Request, post
@@ -31,7 +31,7 @@ from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import metrics
-from service.api.supervisor import supervisor_alive
+from service.api.supervisor import STARTUP_FAILURE, supervisor_alive
 from service.api.wire import ReloadResponse
 from service.errors import ReloadRefusedError, ReloadUnavailableError, StoreError
 from service.settings import Settings
@@ -57,17 +57,28 @@ async def initial_load(settings: Settings) -> Registry:
         metrics.RELOADS.labels("refused").inc()
         reason = ("the store has failures and an earlier one served here; this worker does not "
                   "start, the running ones keep serving")  # fmt: skip
-        raise StoreError(str(settings.store), reason)
+        _refuse_start(settings, StoreError(str(settings.store), reason))
     if broken and settings.strict:
         reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
                   "fix or restore the store, or turn strict off")  # fmt: skip
-        raise StoreError(str(settings.store), reason)
+        _refuse_start(settings, StoreError(str(settings.store), reason))
     if served:
         metrics.RELOADS.labels("ok").inc()
     elif not broken and settings.state_dir:
         (Path(settings.state_dir) / SERVED_MARKER).touch()
     metrics.publish_registry(registry)
     return registry
+
+
+def _refuse_start(settings: Settings, exc: StoreError) -> NoReturn:
+    """A worker under the supervisor exits with status 3 and one log line (the supervisor retries
+    it with back-off); a lone worker raises, so that uvicorn reports the failed start-up."""
+    if settings.supervised:
+        log.error("this worker does not start: %s", exc)
+        for handler in [*logging.getLogger().handlers, *log.handlers]:
+            handler.flush()
+        os._exit(STARTUP_FAILURE)
+    raise exc
 
 
 def _served_before(settings: Settings) -> bool:

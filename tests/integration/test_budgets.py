@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import Server, start_server, stop_server
@@ -135,6 +136,21 @@ def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server
         second.close()
     finally:
         sock.close()
+    assert serves(limited)
+
+
+def test_a_websocket_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
+    spaces = one_id(limited, " " * 128)
+    url = f"ws://127.0.0.1:{limited.port}{T}/decode/ws"
+    with connect(url, max_size=None, max_queue=1) as ws:  # reads (almost) nothing
+        for _ in range(6):
+            ws.send(json.dumps({"ids": [spaces] * 20_000}))
+        time.sleep(WRITE_SECONDS + 2)
+        second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
+        second.end_body()
+        lines = second.read_all()
+        assert second.status == 200 and lines[-1]["done"] is True
+        second.close()
     assert serves(limited)
 
 
