@@ -265,7 +265,7 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
             seconds = min(settings.ws_idle_seconds, budget.seconds_left())
             raw = await _next(lambda: socket.receive_data("text"), step.state.stopping, seconds)
         except TimeoutError:
-            if budget.deadline <= time.monotonic():
+            if seconds < settings.ws_idle_seconds:  # the stream's deadline came first
                 return await _ws_fail(socket, problems.for_error(budget.expired()), 1008)
             doc = problems.for_error(
                 LimitExceededError("idle seconds", int(settings.ws_idle_seconds))

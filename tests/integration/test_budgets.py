@@ -4,7 +4,10 @@ stream slots freed, header size limited, engine failures typed, NDJSON `final` h
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -12,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.sync.client import connect
 
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import Server, start_server, stop_server
@@ -139,18 +141,36 @@ def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server
     assert serves(limited)
 
 
+def ws_frame(payload: bytes) -> bytes:
+    """One masked text frame, as a client sends it (RFC 6455)."""
+    n, mask = len(payload), os.urandom(4)
+    size = bytes([0x80 | n]) if n < 126 else (
+        bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536
+        else bytes([0x80 | 127]) + n.to_bytes(8, "big"))  # fmt: skip
+    key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+    return b"\x81" + size + mask + (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
 def test_a_websocket_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
     spaces = one_id(limited, " " * 128)
-    url = f"ws://127.0.0.1:{limited.port}{T}/decode/ws"
-    with connect(url, max_size=None, max_queue=1) as ws:  # reads (almost) nothing
-        for _ in range(6):
-            ws.send(json.dumps({"ids": [spaces] * 20_000}))
+    key = base64.b64encode(os.urandom(16)).decode()
+    head = (f"GET {T}/decode/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n").encode()  # fmt: skip
+    sock = raw_request(limited.port, head, rcvbuf=4096)  # reads nothing, not even the 101
+    try:
+        message = ws_frame(json.dumps({"ids": [spaces] * 20_000}).encode())
+        with contextlib.suppress(OSError):  # the server may cut us off meanwhile
+            for _ in range(6):  # 6 x 2.5 MB of output
+                sock.sendall(message)
         time.sleep(WRITE_SECONDS + 2)
         second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
         second.end_body()
         lines = second.read_all()
         assert second.status == 200 and lines[-1]["done"] is True
         second.close()
+    finally:
+        sock.close()
     assert serves(limited)
 
 
