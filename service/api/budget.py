@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+import anyio.to_thread
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +26,23 @@ from service.errors import LimitExceededError
 from service.settings import Settings
 
 STOP_GRACE_SECONDS = 1.0
+INLINE_WORK_BYTES = 16 * 1024  # smaller requests run on the event loop; larger ones in a thread
+T = TypeVar("T")
+
+
+def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
+    if n_items > settings.max_batch_items:
+        raise LimitExceededError("items per batch", settings.max_batch_items, n_items)
+    if n_ids > settings.max_ids_per_request:
+        raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
+
+
+async def run_work(size: int, fn: Callable[[], T]) -> T:
+    """Run small work inline and large work in a worker thread, so a megabyte of text never blocks
+    the event loop and a 200-byte request never pays for a thread hop."""
+    if size <= INLINE_WORK_BYTES:
+        return fn()
+    return await anyio.to_thread.run_sync(fn)
 
 
 def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes per request") -> None:

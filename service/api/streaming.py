@@ -39,9 +39,9 @@ from litestar.types import (
 )
 
 from service.api import metrics, problems
-from service.api.budget import StreamBudget, send_within
+from service.api.budget import StreamBudget, run_work, send_within
 from service.api.lines import LineDecoder
-from service.api.routes import resolve, run_work
+from service.api.routes import resolve
 from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
 from service.bpe import StreamDecoder, Tokenizer
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from service.api.bodies import _refuse_lone_surrogates
 from service.api.lines import LineDecoder
-from service.api.routes import _refuse_lone_surrogates
 from service.bpe import PythonEngine, Tokenizer
 from service.bpe.engine import MAX_CACHED_PIECE
 from service.errors import (
