@@ -64,6 +64,16 @@ class UnknownSpecialError(InputError):
         super().__init__(f"not special tokens of this tokenizer: {', '.join(self.tokens)}")
 
 
+class EngineFailureError(InputError):
+    def __init__(self, length: int, reason: str) -> None:
+        self.length = length
+        super().__init__(
+            f"the tokenizer engine failed on this text ({length} characters: {reason}); such "
+            f"input (e.g. a run of about a million whitespace characters) cannot be encoded in "
+            f"one piece: split the text"
+        )
+
+
 class StreamStateError(InputError):
     """A decode-step state that this service did not produce."""
 
@@ -106,6 +116,18 @@ class FormatError(StoreError):
 
 class ManifestError(StoreError):
     pass
+
+
+class ReloadRefusedError(ToksvcError):
+    def __init__(self, failures: Iterable[str]) -> None:
+        self.failures = list(failures)
+        shown = "; ".join(self.failures[:5]) or "no tokenizer loaded"
+        super().__init__(f"reload refused, the previous store keeps serving: {shown}")
+
+
+class ReloadUnavailableError(ToksvcError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
 
 
 # --- the registry ------------------------------------------------------------------------------

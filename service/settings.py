@@ -52,6 +52,11 @@ _POSITIVE = {
     "max_stream_seconds",
     "ws_idle_seconds",
     "max_streams_per_worker",
+    "max_output_bytes",
+    "write_seconds",
+    "max_header_bytes",
+    "header_seconds",
+    "max_large_requests",
 }
 
 
@@ -75,9 +80,20 @@ class Settings:
     max_streams_per_worker: int = 256
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
+    # per-request and per-connection budgets (docs/reliability.md, "Budgets")
+    max_output_bytes: int = 16 * 1024 * 1024  # decoded bytes one decode request may produce
+    write_seconds: float = 30.0  # a client that reads nothing for this long is disconnected
+    max_header_bytes: int = 64 * 1024  # request line and headers; more gets 431
+    header_seconds: float = 10.0  # the request line and headers must arrive within this time
+    large_request_bytes: int = 1024 * 1024  # a body over this is a "large request"
+    max_large_requests: int = 2  # large requests worked on at once per worker; more get 503
+    api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
+    api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
+    cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off
     state_dir: str = ""  # set by `toksvc serve`: shared by its workers
     supervised: bool = False  # set by `toksvc serve` when uvicorn supervises several workers
     playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
+    supervisor_pid: int = 0  # set by `toksvc serve`: a worker whose parent is no longer it exits
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

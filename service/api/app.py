@@ -7,9 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
+from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
+from litestar.middleware import DefineMiddleware
 
-from service.api import docs, explain, metrics, playground, problems, reload
+from service.api import auth, docs, explain, metrics, playground, problems, reload, supervisor
+from service.api.budget import LargeRequestSlots
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -22,7 +25,8 @@ log = logging.getLogger("toksvc")
 def create_app(settings: Settings | None = None, registry: Registry | None = None) -> Litestar:
     """Build the app. Without a registry, start-up loads the store (in a thread) before the worker
     accepts a connection, so a worker that (re)starts never answers before it can serve; if no
-    tokenizer loads, `/readyz` and the API answer 503, and in strict mode the worker exits."""
+    tokenizer loads, the worker does not start; if some files fail, `/readyz` answers 503 (and in
+    strict mode the worker exits)."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
@@ -31,6 +35,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             app.state.registry = await reload.initial_load(settings)
             reload.on_sighup(app.state)
         watch_stop(app.state)
+        app.state.supervisor_watch = supervisor.watch_supervisor(settings)
         yield
 
     state = State({"settings": settings, "registry": registry,
@@ -52,7 +57,27 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
         plugins=[StrictStructSchemaPlugin()],
-        middleware=[metrics.RequestMetrics],
+        middleware=[
+            metrics.RequestMetrics,
+            *_access(settings),
+            DefineMiddleware(LargeRequestSlots, settings=settings),
+        ],
+        cors_config=_cors(settings),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=docs.openapi_config(),
     )
+
+
+def _access(settings: Settings) -> list[DefineMiddleware]:
+    """API keys, if any are configured (off by default; `service.api.auth`)."""
+    keys = auth.load_keys(settings)
+    return [DefineMiddleware(auth.ApiKeys, keys=keys)] if keys else []
+
+
+def _cors(settings: Settings) -> CORSConfig | None:
+    """CORS for the listed origins only (TOKSVC_CORS_ORIGINS); off by default."""
+    origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+    if not origins:
+        return None
+    return CORSConfig(allow_origins=origins, allow_methods=["GET", "POST"],
+                      allow_headers=["authorization", "content-type", "x-api-key"])  # fmt: skip

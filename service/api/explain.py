@@ -12,8 +12,9 @@ from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 
 from service.api import metrics, problems
+from service.api.bodies import strict_body
 from service.api.openapi import operation
-from service.api.routes import ref_of, resolve, strict_body
+from service.api.routes import ref_of, resolve
 from service.api.wire import (
     ExplainPiece,
     ExplainRequest,

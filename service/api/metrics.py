@@ -12,7 +12,7 @@ from litestar.plugins.prometheus import PrometheusController
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import Counter, Gauge, Histogram
 
-from service.store.registry import Registry
+from service.store.registry import LoadedTokenizer, Registry
 
 TOKENS = Counter(
     "toksvc_tokens_total", "Tokens encoded, counted or decoded", ["tokenizer", "operation"]
@@ -53,11 +53,20 @@ def record(tokenizer: str, operation: str, tokens: int, texts: Iterable[str | by
     )
 
 
-def publish_registry(registry: Registry) -> None:
-    for t in registry:
-        TOKENIZER_INFO.labels(t.name, t.version, t.sha256, str(t.is_default).lower()).set(1)
+def publish_registry(registry: Registry, previous: Registry | None = None) -> None:
+    """One series per loaded tokenizer; those a reload removed drop to 0 (multiprocess files
+    cannot forget a series, so "0" means "no longer loaded")."""
+    now = {_info_labels(t) for t in registry}
+    for labels in {_info_labels(t) for t in previous or ()} - now:
+        TOKENIZER_INFO.labels(*labels).set(0)
+    for labels in now:
+        TOKENIZER_INFO.labels(*labels).set(1)
     STORE_LOAD_FAILURES.set(len(registry.failures))
     STORE_LOADED.set(1 if len(registry) else 0)
+
+
+def _info_labels(t: LoadedTokenizer) -> tuple[str, str, str, str]:
+    return t.name, t.version, t.sha256, str(t.is_default).lower()
 
 
 REQUESTS = Counter(

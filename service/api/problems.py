@@ -11,7 +11,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Example
-from litestar.types import ExceptionHandlersMap
+from litestar.types import ExceptionHandlersMap, Send
 
 from service import errors as e
 from service.api.wire import ProblemResponse
@@ -27,12 +27,15 @@ TABLE: dict[type[Exception], tuple[int, str, str]] = {
     e.UndecodableBytesError: (422, "undecodable-bytes", "Bytes are not valid UTF-8"),
     e.SurrogateError: (422, "lone-surrogate", "Lone surrogate in text"),
     e.StreamStateError: (422, "invalid-stream-state", "Invalid stream state"),
+    e.EngineFailureError: (422, "engine-failure", "The engine cannot encode this text"),
     e.InputError: (422, "invalid-input", "Invalid input"),
     e.TokenizerNotFoundError: (404, "unknown-tokenizer", "Unknown tokenizer"),
     e.LimitExceededError: (413, "limit-exceeded", "Limit exceeded"),
     e.NotReadyError: (503, "not-ready", "Not ready"),
     e.TooManyStreamsError: (503, "too-many-streams", "Too many concurrent streams"),
     e.RequestTimeoutError: (408, "request-timeout", "Request timeout"),
+    e.ReloadRefusedError: (409, "reload-refused", "Reload refused"),
+    e.ReloadUnavailableError: (503, "reload-unavailable", "Reload unavailable"),
     e.ToksvcError: (400, "bad-request", "Bad request"),
 }
 HTTP_TYPES = {
@@ -42,6 +45,7 @@ HTTP_TYPES = {
     405: ("method-not-allowed", "Method not allowed"),
     413: ("limit-exceeded", "Limit exceeded"),
     415: ("unsupported-media-type", "Unsupported media type"),
+    431: ("limit-exceeded", "Request header fields too large"),
 }
 log = logging.getLogger("toksvc")
 
@@ -68,6 +72,8 @@ def for_error(exc: e.ToksvcError) -> dict[str, Any]:
         extra = {"available": exc.available}
     elif isinstance(exc, e.LimitExceededError):
         extra = {"limit": exc.limit}
+    elif isinstance(exc, e.ReloadRefusedError):
+        extra = {"failures": exc.failures[:100]}
     return problem(status, kind, title, str(exc), **extra)
 
 
@@ -102,6 +108,15 @@ def response(doc: dict[str, Any], headers: dict[str, str] | None = None) -> Resp
         media_type=PROBLEM_JSON,
         headers=headers,
     )
+
+
+async def send_raw(send: Send, doc: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    """Answer with a problem document from plain ASGI middleware (outside Litestar's handlers)."""
+    body = msgspec.json.encode(doc)
+    head = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", b"%d" % len(body))]
+    head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": doc["status"], "headers": head})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def retry_headers(status: int) -> dict[str, str] | None:

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
-import anyio.to_thread
-import msgspec
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 from litestar.params import FromPath, JSONBody
 
 from service.api import metrics, problems
+from service.api.bodies import strict_body
+from service.api.budget import check_items, check_output, run_work
 from service.api.openapi import operation
 from service.api.wire import (
     CountRequest,
@@ -36,17 +33,10 @@ from service.api.wire import (
 )
 from service.bpe import SpecialSet, StreamDecoder, Tokenizer
 from service.errors import (
-    LimitExceededError,
     NotReadyError,
-    RequestTimeoutError,
-    SurrogateError,
 )
 from service.settings import Settings
 from service.store.registry import LoadedTokenizer, Registry
-
-T = TypeVar("T")
-INLINE_WORK_BYTES = 16 * 1024  # smaller requests run on the event loop; larger ones in a thread
-
 
 # --- shared helpers ----------------------------------------------------------------------------
 
@@ -66,14 +56,6 @@ def ref_of(t: LoadedTokenizer) -> TokenizerRef:
     return TokenizerRef(name=t.name, version=t.version, sha256=t.sha256)
 
 
-async def run_work(size: int, fn: Callable[[], T]) -> T:
-    """Run small work inline and large work in a worker thread, so a megabyte of text never blocks
-    the event loop and a 200-byte request never pays for a thread hop."""
-    if size <= INLINE_WORK_BYTES:
-        return fn()
-    return await anyio.to_thread.run_sync(fn)
-
-
 def special_set(value: SpecialList) -> SpecialSet:
     return "all" if value == "all" else frozenset(value)
 
@@ -81,52 +63,6 @@ def special_set(value: SpecialList) -> SpecialSet:
 def exactly_one(a: object, b: object, names: str) -> None:
     if (a is None) == (b is None):
         raise ValidationException(f"give exactly one of {names}")
-
-
-def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
-    if n_items > settings.max_batch_items:
-        raise LimitExceededError("items per batch", settings.max_batch_items, n_items)
-    if n_ids > settings.max_ids_per_request:
-        raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
-
-
-_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
-
-
-async def strict_body(request: Request[Any, Any, Any]) -> None:
-    """Decode the body strictly into the route's request type before Litestar does.
-
-    Litestar converts bodies leniently (`"1"` would become the id 1); the API promises that wrong
-    types are refused, so every JSON route checks its body here first (~1 ms per MB). A body the
-    JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character): that
-    is a 422 naming its offset, anything else a 400 with the parser's reason. A client that takes
-    longer than TOKSVC_BODY_SECONDS to send its body gets a 408 and the worker moves on.
-    """
-    seconds = request.app.state.settings.body_seconds
-    try:
-        with anyio.fail_after(seconds):
-            body = await request.body()
-    except TimeoutError:
-        raise RequestTimeoutError(seconds) from None
-    try:
-        msgspec.json.decode(body, type=request.route_handler.opt["body"])
-    except msgspec.ValidationError as exc:
-        raise ValidationException(f"invalid body: {exc}") from None
-    except msgspec.DecodeError as exc:
-        _refuse_lone_surrogates(body)
-        raise ValidationException(f"malformed JSON: {exc}") from None
-
-
-def _refuse_lone_surrogates(body: bytes) -> None:
-    matches = list(_SURROGATE_ESCAPE.finditer(body))
-    i = 0
-    while i < len(matches):
-        high = matches[i].group(1).lower() in b"89ab"
-        pair = high and i + 1 < len(matches) and matches[i + 1].start() == matches[i].end()
-        if pair and matches[i + 1].group(1).lower() in b"cdef":
-            i += 2
-            continue
-        raise SurrogateError(matches[i].end() - 6, "byte {} of the request body")
 
 
 # --- tokenizers and probes ----------------------------------------------------------------
@@ -280,7 +216,8 @@ async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
     check_items(state.settings, len(batch), n_ids)
-    results = await run_work(n_ids * 4, partial(_decode_all, t.tokenizer, batch, data))
+    work = partial(_decode_all, t.tokenizer, batch, data, state.settings)
+    results = await run_work(n_ids * 4, work)
     metrics.record(t.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
         return DecodeResponse(tokenizer=ref_of(t), text=results[0].text,
@@ -288,7 +225,12 @@ async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]
     return DecodeResponse(tokenizer=ref_of(t), results=results)
 
 
-def _decode_all(tok: Tokenizer, batch: list[list[int]], data: DecodeRequest) -> list[DecodeResult]:
+def _decode_all(
+    tok: Tokenizer, batch: list[list[int]], data: DecodeRequest, settings: Settings
+) -> list[DecodeResult]:
+    """The output budget is checked before any output is built (base64 grows it by 4/3)."""
+    size = sum(map(tok.decoded_size, batch))
+    check_output(settings, size * 4 // 3 + 4 if data.output == "base64" else size)
     if data.output == "base64":
         return [DecodeResult(base64=tok.decode_bytes(ids)) for ids in batch]
     return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
@@ -315,12 +257,16 @@ async def decode_step(
     """Stateless streaming decode: the returned `state` carries the held-back bytes."""
     t = resolve(state, ref)
     check_items(state.settings, 1, len(data.ids))
-    decoder = StreamDecoder.resume(t.tokenizer.decode_bytes, data.state, data.errors)
-    text = decoder.decode(data.ids)
-    if data.final:
-        text += decoder.flush()
+
+    def step() -> tuple[str, str]:
+        check_output(state.settings, t.tokenizer.decoded_size(data.ids))
+        decoder = StreamDecoder.resume(t.tokenizer.decode_bytes, data.state, data.errors)
+        text = decoder.decode(data.ids)
+        return (text + decoder.flush() if data.final else text), decoder.state()
+
+    text, decoder_state = await run_work(len(data.ids) * 4, step)
     metrics.record(t.ref, "decode_stream", len(data.ids), [text])
-    return DecodeStepResponse(text=text, state=decoder.state(), tokenizer=ref_of(t))
+    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(t))
 
 
 ROUTES = [list_tokenizers, get_tokenizer, healthz, readyz, encode, count, decode, decode_step]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -12,23 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
-from uvicorn.supervisors import Multiprocess
 
+from service.api.connection import GuardedHttpProtocol, GuardedWebSocketProtocol
+from service.api.supervisor import STARTUP_FAILURE, Supervisor
 from service.settings import Settings
-
-STARTUP_FAILURE = 3  # uvicorn's exit status when the app's start-up fails
-
-
-class ReloadingSupervisor(Multiprocess):
-    """uvicorn's worker supervisor, but SIGHUP reloads the store inside every worker (each swaps
-    its registry only if the whole store loaded) instead of replacing the workers: replacing them
-    was measured to fail a request now and then (a connection the retiring worker had accepted)."""
-
-    def handle_hup(self) -> None:
-        logging.getLogger("uvicorn.error").info("Received SIGHUP, reloading the store in workers.")
-        for process in self.processes:
-            if process.pid is not None:
-                os.kill(process.pid, signal.SIGHUP)
 
 
 def serve(
@@ -42,6 +28,7 @@ def serve(
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = state_dir
     os.environ["TOKSVC_STATE_DIR"] = state_dir
     os.environ["TOKSVC_SUPERVISED"] = "1" if workers > 1 else "0"
+    os.environ["TOKSVC_SUPERVISOR_PID"] = str(os.getpid()) if workers > 1 else "0"
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler
     # that was there before it: make that a normal exit, so the state directory is removed and a
     # stop that went well exits 0.
@@ -58,10 +45,15 @@ def serve(
         ws_max_size=settings.max_body_bytes,  # a bigger WebSocket message closes with 1009
         log_level="info",
         access_log=False,
+        http=GuardedHttpProtocol,  # header size limit, write deadline (service.api.connection)
+        ws=GuardedWebSocketProtocol,
     )
     try:
         if workers > 1:
-            ReloadingSupervisor(config, sockets=[config.bind_socket()]).run()
+            supervisor = Supervisor(config, sockets=[config.bind_socket()])
+            supervisor.run()
+            if supervisor.exit_code:
+                sys.exit(supervisor.exit_code)
         else:
             server = uvicorn.Server(config)
             server.run()

@@ -8,14 +8,20 @@ KeyError 'POST'.)
 
 Errors before the first output byte are problem responses; after it, the stream ends with one line
 `{"error": <problem>}`, since the status line has gone out already.
+
+Every send is bounded (`budget.send_within`): a client that stops reading is cut off at the
+stream's deadline or when the worker stops, its slot given back; the connection layer aborts it
+after TOKSVC_WRITE_SECONDS without progress. Large messages are decoded in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -33,15 +39,18 @@ from litestar.types import (
 )
 
 from service.api import metrics, problems
+from service.api.budget import StreamBudget, run_work, send_within
+from service.api.lines import LineDecoder
 from service.api.openapi import operation
 from service.api.routes import resolve
 from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
-from service.bpe import StreamDecoder
+from service.bpe import StreamDecoder, Tokenizer
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
 from service.settings import Settings
 
 _chunk = msgspec.json.Decoder(StreamChunkRequest)
 STOPPING = "the server is shutting down; send the rest to another replica"
+log = logging.getLogger("toksvc")
 _encode = msgspec.json.encode
 NDJSON = "application/x-ndjson"
 
@@ -69,27 +78,6 @@ class StreamSlots:
                 metrics.ACTIVE_STREAMS.labels(kind).dec()
 
         return release
-
-
-class StreamBudget:
-    """Ids and seconds one stream may use."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.ids_left = settings.max_stream_ids
-        self.max_ids = settings.max_stream_ids
-        self.deadline = time.monotonic() + settings.max_stream_seconds
-        self.max_seconds = settings.max_stream_seconds
-
-    def spend(self, n_ids: int) -> None:
-        self.ids_left -= n_ids
-        if self.ids_left < 0:
-            raise LimitExceededError("ids per stream", self.max_ids)
-
-    def seconds_left(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise LimitExceededError("stream duration in seconds", int(self.max_seconds))
-        return left
 
 
 @post(
@@ -124,7 +112,7 @@ async def decode_stream(
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _pump(loaded.ref, decoder, state, receive, send)
+            await _pump(_Step(loaded.ref, loaded.tokenizer, decoder, state), receive, send)
         finally:
             release()
 
@@ -171,48 +159,77 @@ async def _next(
     raise TimeoutError
 
 
-async def _pump(
-    ref: str, decoder: StreamDecoder, state: State, receive: Receive, send: Send
-) -> None:
-    settings: Settings = state.settings
-    budget = StreamBudget(settings)
+class _Step:
+    """One stream's decoding: budgets checked before work, large messages in a thread."""
+
+    def __init__(self, ref: str, tokenizer: Tokenizer, decoder: StreamDecoder,
+                 state: State) -> None:  # fmt: skip
+        self.ref, self.tokenizer, self.decoder, self.state = ref, tokenizer, decoder, state
+        self.budget = StreamBudget(state.settings)
+
+    async def text(self, ids: list[int]) -> str:
+        self.budget.spend(len(ids))
+        decoder, tokenizer = self.decoder, self.tokenizer
+
+        def work() -> str:
+            self.budget.check_output(tokenizer.decoded_size(ids))
+            return decoder.decode(ids)
+
+        text = await run_work(len(ids) * 4, work)
+        metrics.record(self.ref, "decode_stream", len(ids), [text])
+        return text
+
+    async def send(self, fn: Callable[[], Awaitable[object]]) -> bool:
+        """Send within the stream's deadline; False (logged) if the client is not reading."""
+        left = self.budget.deadline - time.monotonic()
+        if await send_within(fn, self.state.stopping, max(left, 0.0)):
+            return True
+        log.warning("stream on %s cut off: the client is not reading (%s)", self.ref,
+                    "the worker is stopping" if self.state.stopping.is_set()
+                    else "stream deadline passed")  # fmt: skip
+        return False
+
+
+async def _pump(step: _Step, receive: Receive, send: Send) -> None:
+    settings: Settings = step.state.settings
+    budget, decoder = step.budget, step.decoder
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
         "status": 200,
         "headers": [(b"content-type", NDJSON.encode()), (b"cache-control", b"no-store")],
     }
     await send(start)
-    buffer = b""
+    lines = LineDecoder(settings.max_body_bytes)
     more = True
     try:
         while more:
-            message = await _next(receive, state.stopping, budget.seconds_left())
+            message = await _next(receive, step.state.stopping, budget.seconds_left())
             if message is None:  # the worker is stopping: flush and end the stream cleanly
                 last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
-                return await send(_body(_encode(last) + b"\n", more=False))
+                await step.send(partial(send, _body(_encode(last) + b"\n", more=False)))
+                return
             if message["type"] != "http.request":
                 return  # the client went away
-            buffer += message["body"]
             more = message["more_body"]
-            *lines, buffer = buffer.split(b"\n")
-            if not more:
-                lines.append(buffer)
-            elif len(buffer) > settings.max_body_bytes:
-                raise LimitExceededError("bytes per NDJSON line", settings.max_body_bytes)
+            batch = lines.decode(message["body"]) + ([] if more else lines.flush())
             out = []
-            for line in lines:
+            for line in batch:
                 if line.strip():
                     chunk = _chunk.decode(line)
-                    budget.spend(len(chunk.ids))
-                    text = decoder.decode(chunk.ids)
-                    metrics.record(ref, "decode_stream", len(chunk.ids), [text])
+                    text = await step.text(chunk.ids)
+                    if chunk.final:  # as on the WebSocket: flush and end, ignore the rest
+                        out.append(_encode(StreamTextResponse(text=text + decoder.flush(),
+                                                              done=True)) + b"\n")  # fmt: skip
+                        await step.send(partial(send, _body(b"".join(out), more=False)))
+                        return
                     out.append(_encode(StreamTextResponse(text=text)) + b"\n")
-            if out:
-                await send(_body(b"".join(out), more=True))
+            if out and not await step.send(partial(send, _body(b"".join(out), more=True))):
+                return
         last = StreamTextResponse(text=decoder.flush(), done=True)
-        await send(_body(_encode(last) + b"\n", more=False))
+        await step.send(partial(send, _body(_encode(last) + b"\n", more=False)))
     except (ToksvcError, msgspec.MsgspecError, TimeoutError) as exc:
-        await send(_body(_error_line(exc), more=False))
+        error = budget.expired() if isinstance(exc, TimeoutError) else exc
+        await step.send(partial(send, _body(_error_line(error), more=False)))
 
 
 def _body(data: bytes, *, more: bool) -> HTTPResponseBodyEvent:
@@ -222,8 +239,6 @@ def _body(data: bytes, *, more: bool) -> HTTPResponseBodyEvent:
 def _error_line(exc: Exception) -> bytes:
     if isinstance(exc, ToksvcError):
         doc = problems.for_error(exc)
-    elif isinstance(exc, TimeoutError):
-        doc = problems.for_error(LimitExceededError("stream duration in seconds", 0))
     else:
         doc = problems.problem(400, "invalid-body", "Malformed or invalid request", str(exc))
     return _encode({"error": doc}) + b"\n"
@@ -242,10 +257,10 @@ async def decode_ws(
         decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
         release = state.stream_slots.acquire("websocket")
         try:
-            await _ws_loop(socket, loaded.ref, decoder, state)
+            await _ws_loop(socket, _Step(loaded.ref, loaded.tokenizer, decoder, state))
         finally:
             release()
-    except WebSocketDisconnect:
+    except (WebSocketDisconnect, OSError):  # gone, or cut off by the write deadline
         return
     except TooManyStreamsError as exc:
         await _ws_fail(socket, problems.for_error(exc), 1013)  # try again later
@@ -253,36 +268,41 @@ async def decode_ws(
         await _ws_fail(socket, problems.for_error(exc), 1008)
 
 
-async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDecoder,
-                   state: State) -> None:  # fmt: skip
-    settings: Settings = state.settings
-    budget = StreamBudget(settings)
+async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
+    settings: Settings = step.state.settings
+    budget, decoder = step.budget, step.decoder
     while True:
         try:
             seconds = min(settings.ws_idle_seconds, budget.seconds_left())
-            raw = await _next(lambda: socket.receive_data("text"), state.stopping, seconds)
+            raw = await _next(lambda: socket.receive_data("text"), step.state.stopping, seconds)
         except TimeoutError:
+            if seconds < settings.ws_idle_seconds:  # the stream's deadline came first
+                return await _ws_fail(socket, problems.for_error(budget.expired()), 1008)
             doc = problems.for_error(
                 LimitExceededError("idle seconds", int(settings.ws_idle_seconds))
             )
             return await _ws_fail(socket, doc, 1008)
+        except LimitExceededError as exc:  # the stream's deadline
+            return await _ws_fail(socket, problems.for_error(exc), 1008)
         if raw is None:  # the worker is stopping: flush and close as "going away"
             last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
-            await socket.send_data(_encode(last).decode())
-            return await socket.close(1001, "server shutting down")
+            if await step.send(partial(socket.send_data, _encode(last).decode())):
+                await socket.close(1001, "server shutting down")
+            return
         try:
             chunk = _chunk.decode(raw)
         except msgspec.MsgspecError as exc:
             doc = problems.problem(400, "invalid-body", "Malformed or invalid request", str(exc))
             return await _ws_fail(socket, doc, 1007)
-        budget.spend(len(chunk.ids))
-        text = decoder.decode(chunk.ids)
-        metrics.record(ref, "decode_stream", len(chunk.ids), [text])
+        text = await step.text(chunk.ids)
         if chunk.final:
             done = StreamTextResponse(text=text + decoder.flush(), done=True)
-            await socket.send_data(_encode(done).decode())
-            return await socket.close(1000)
-        await socket.send_data(_encode(StreamTextResponse(text=text)).decode())
+            if await step.send(partial(socket.send_data, _encode(done).decode())):
+                await socket.close(1000)
+            return
+        message = _encode(StreamTextResponse(text=text)).decode()
+        if not await step.send(partial(socket.send_data, message)):
+            return
 
 
 async def _ws_fail(socket: WebSocket[Any, Any, Any], doc: dict[str, Any], code: int) -> None:

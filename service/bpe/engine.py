@@ -13,6 +13,8 @@ import regex
 
 from service.bpe.vocab import Vocabulary
 
+MAX_CACHED_PIECE = 64  # characters; longer pieces (whitespace runs, long words) rarely repeat
+
 
 class Engine(Protocol):
     def encode_ordinary(self, text: str) -> list[int]: ...
@@ -24,7 +26,10 @@ class PythonEngine:
     """Pure-Python engine: regex pre-tokenization, then the vocabulary's merge rule per piece.
 
     Encoded pieces are kept in a bounded LRU cache (`cache_size` pieces); pieces repeat a lot in
-    real text, so most of the work after warm-up is the regex and a dict look-up.
+    real text, so most of the work after warm-up is the regex and a dict look-up. Only pieces of
+    at most MAX_CACHED_PIECE characters are kept, which bounds the cache in bytes too (at most
+    ~2.5 KB an entry, 64 4-byte characters as byte ids; 65,536 entries < 170 MB, real pieces a
+    tenth of that); 40 one-piece 1 MB texts used to add 355 MB.
     """
 
     def __init__(self, vocab: Vocabulary, pattern: str | None, cache_size: int = 65536) -> None:
@@ -35,7 +40,13 @@ class PythonEngine:
         def encode_piece(piece: str) -> tuple[int, ...]:
             return tuple(merge(piece.encode("utf-8")))
 
-        self._piece = lru_cache(maxsize=cache_size)(encode_piece)
+        cached = lru_cache(maxsize=cache_size)(encode_piece)
+        self._piece_cache = cached
+
+        def piece(p: str) -> tuple[int, ...]:
+            return cached(p) if len(p) <= MAX_CACHED_PIECE else encode_piece(p)
+
+        self._piece = piece
 
     def encode_ordinary(self, text: str) -> list[int]:
         if self._split is None:
@@ -53,5 +64,5 @@ class PythonEngine:
 
     def cache_info(self) -> tuple[int, int, int]:
         """(hits, misses, current size) of the piece cache."""
-        info = self._piece.cache_info()
+        info = self._piece_cache.cache_info()
         return info.hits, info.misses, info.currsize

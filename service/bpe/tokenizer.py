@@ -11,17 +11,19 @@ Normalization then applies to each stretch of ordinary text between allowed spec
 
 from __future__ import annotations
 
+import asyncio
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeVar
 
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine
 from service.bpe.vocab import Vocabulary
 from service.errors import (
     DisallowedSpecialError,
+    EngineFailureError,
     SurrogateError,
     UndecodableBytesError,
     UnknownIdError,
@@ -31,6 +33,9 @@ from service.errors import (
 Normalization = Literal["none", "NFC", "NFKC"]
 Errors = Literal["strict", "replace"]
 SpecialSet = Set[str] | Literal["all"]
+R = TypeVar("R")
+# what must never be caught at the engine boundary: the process's or the task's own end
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
 class Tokenizer:
@@ -58,6 +63,7 @@ class Tokenizer:
         for text, tid in self.special_tokens.items():
             table[tid] = text.encode("utf-8")
         self._table = table
+        self._lengths = [None if b is None else len(b) for b in table]
         self.n_vocab = len(table) - table.count(None)
         """Number of defined ids, special tokens included."""
 
@@ -92,7 +98,7 @@ class Tokenizer:
             elif self._cacheable(segment):
                 total += len(self._ordinary(self._normalize(segment)))
             else:  # the engine only counts: no ids list is kept
-                total += self.engine.count_ordinary(self._normalize(segment))
+                total += _guarded(self.engine.count_ordinary, self._normalize(segment))
         return total
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -104,8 +110,11 @@ class Tokenizer:
 
     def _ordinary(self, text: str) -> Sequence[int]:
         if self._cache is not None and self._cacheable(text):
-            return self._cache.ids(self._owner, text, self.engine.encode_ordinary)
-        return self.engine.encode_ordinary(text)
+            return self._cache.ids(self._owner, text, self._encode_guarded)
+        return _guarded(self.engine.encode_ordinary, text)
+
+    def _encode_guarded(self, text: str) -> list[int]:
+        return _guarded(self.engine.encode_ordinary, text)
 
     def _normalize(self, text: str) -> str:
         form = self.normalization
@@ -160,6 +169,16 @@ class Tokenizer:
             unknown = [i for i in ids if not 0 <= i < size or table[i] is None]
             raise UnknownIdError(unknown, self.n_vocab) from None
 
+    def decoded_size(self, ids: Sequence[int]) -> int:
+        """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
+        lengths = self._lengths
+        try:
+            if ids and min(ids) < 0:
+                raise IndexError
+            return sum(map(lengths.__getitem__, ids))  # type: ignore[arg-type]
+        except (IndexError, TypeError):
+            return len(self.decode_bytes(ids))  # raises UnknownIdError naming them
+
     def decode(self, ids: Sequence[int], errors: Errors = "strict") -> str:
         """Join the bytes of all ids, then decode them as UTF-8 (never token by token)."""
         data = self.decode_bytes(ids)
@@ -167,6 +186,19 @@ class Tokenizer:
             return data.decode("utf-8", errors)
         except UnicodeDecodeError as exc:
             raise UndecodableBytesError(exc.start, data[exc.start : exc.end]) from None
+
+
+def _guarded(call: Callable[[str], R], text: str) -> R:
+    """The engine boundary: native code may fail with an exception that is not an `Exception`
+    (tiktoken's core overflows its regex stack on ~1 M whitespace characters and raises
+    `pyo3_runtime.PanicException`, a `BaseException`, which went past every handler to a 500).
+    Any failure of the engine becomes a typed error; the process's own exits pass through."""
+    try:
+        return call(text)
+    except _PASS_THROUGH:
+        raise
+    except BaseException as exc:  # the point: a native panic is a BaseException
+        raise EngineFailureError(len(text), type(exc).__name__) from None
 
 
 def _refuse_surrogates(text: str) -> None:

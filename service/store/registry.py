@@ -18,17 +18,13 @@ import msgspec
 
 from service.bpe import Normalization, Rule, Tokenizer, Vocabulary
 from service.bpe.cache import TextCache
-from service.errors import (
-    FormatError,
-    HashMismatchError,
-    StoreError,
-    TokenizerNotFoundError,
-)
+from service.errors import FormatError, StoreError, TokenizerNotFoundError
 from service.settings import Settings
 from service.store.engines import EngineFactory
 from service.store.engines import engine_factory as engine_factory_for
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import MANIFEST, ManifestEntry, read_manifest, sha256_hex
+from service.store.manifest import MANIFEST, ManifestEntry, read_manifest
+from service.store.reading import read_verified
 from service.store.validation import validate
 
 
@@ -148,15 +144,8 @@ def load_registry(settings: Settings) -> Registry:
 def load_entry(
     store: Path, entry: ManifestEntry, factory: EngineFactory, text_cache: TextCache | None = None
 ) -> LoadedTokenizer:
-    path = store / entry.path
-    where = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(where, f"cannot be read ({exc.strerror})") from None
-    actual = sha256_hex(data)
-    if actual != entry.sha256:
-        raise HashMismatchError(where, entry.sha256, actual)
+    where = str(store / entry.path)
+    data = read_verified(store, entry.path, entry.sha256)  # bounded; hashed before parsing
     try:
         tf = parse(data)
     except msgspec.MsgspecError as exc:

@@ -1,0 +1,293 @@
+"""A bounded chaos run against `toksvc serve --workers 2` on 127.0.0.1.
+
+Mixed load (count, encode, decode, decode/step, NDJSON streams) from a few threads while, in turn:
+a worker is SIGKILLed, a reload is refused (a file no longer matches its pin; admin reload and
+SIGHUP), the file is restored and a reload accepted, clients open streams and never read them,
+and a slow reader trickles through a stream. A probe asks /readyz on a fresh connection every
+0.1 s. Prints requests, failed requests (connection errors), 5xx, the longest time without a
+successful probe, peak RSS of the service's processes, and its exit status after SIGTERM.
+
+    python loadtests/chaos.py --seconds 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+STORE = ROOT / "tokenizers_store"
+TOKEN = "chaos-admin-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def small_store(into: Path) -> Path:
+    """The bundled store without the large vocabularies, so that workers start in seconds."""
+    copy = into / "store"
+    shutil.copytree(STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def rss_mb(pid: int) -> float:
+    pids = [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    total = 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def workers(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    found = []
+    for p in children:
+        try:
+            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(int(p))
+        except OSError:  # gone meanwhile
+            pass
+    return found
+
+
+def loaded(pid: int) -> bool:
+    """Has this worker published its registry (its `toksvc_store_loaded` file exists)?"""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    dirs = [v.split(b"=", 1)[1] for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+    return bool(dirs) and (Path(dirs[0].decode()) / f"gauge_min_{pid}.db").exists()
+
+
+def wait_until_all_ready(pid: int, n: int, seconds: float = 60) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready = [w for w in workers(pid) if loaded(w)]
+        if len(ready) >= n:
+            return ready
+        time.sleep(0.2)
+    return workers(pid)
+
+
+class Run:
+    def __init__(self, base: str, port: int, seconds: float) -> None:
+        self.base, self.port = base, port
+        self.deadline = time.monotonic() + seconds
+        self.codes: Counter[int] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.longest_gap = 0.0
+        self.events: list[str] = []
+        self.lock = threading.Lock()
+
+    def live(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def load(self, seed: int) -> None:
+        rng = random.Random(seed)
+        t = "/v1/tokenizers/cl100k_base"
+        with httpx.Client(base_url=self.base, timeout=30) as client:
+            while self.live():
+                kind = rng.choice(["count", "encode", "decode", "step", "stream"])
+                try:
+                    if kind == "count":
+                        r = client.post(f"{t}/count", json={"text": "chaos " * rng.randint(1, 500)})
+                    elif kind == "encode":
+                        r = client.post(f"{t}/encode", json={"texts": ["a b c", "déjà vu 🙂"]})
+                    elif kind == "decode":
+                        r = client.post(f"{t}/decode", json={"ids": [9906, 11, 1917] * 50})
+                    elif kind == "step":
+                        r = client.post(f"{t}/decode/step", json={"ids": [9468], "final": True})
+                    else:
+                        lines = b"".join(b'{"ids": [9906, 11]}\n' for _ in range(5))
+                        r = client.post(f"{t}/decode/stream", content=lines)
+                    with self.lock:
+                        self.codes[r.status_code] += 1
+                except httpx.HTTPError as exc:
+                    with self.lock:
+                        self.errors[type(exc).__name__] += 1
+
+    def probe(self) -> None:
+        last_ok = time.monotonic()
+        while self.live():
+            try:
+                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
+                    last_ok = time.monotonic()
+            except httpx.HTTPError:
+                pass
+            self.longest_gap = max(self.longest_gap, time.monotonic() - last_ok)
+            time.sleep(0.1)
+
+    def non_reader(self, hold: float) -> None:
+        """A stream whose client sends big outputs and never reads."""
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(5)
+        try:
+            sock.connect(("127.0.0.1", self.port))
+            sock.sendall(b"POST /v1/tokenizers/cl100k_base/decode/stream HTTP/1.1\r\nHost: x\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+            line = json.dumps({"ids": [58040] * 20_000}).encode() + b"\n"
+            for _ in range(5):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(line), line))
+            time.sleep(hold)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+    def slow_reader(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=30) as client:
+            body = b"".join(b'{"ids": [9906, 11]}\n' for _ in range(2000))
+            try:
+                with client.stream("POST", "/v1/tokenizers/cl100k_base/decode/stream",
+                                   content=body) as r:  # fmt: skip
+                    for _ in r.iter_bytes(256):
+                        time.sleep(0.01)
+                        if not self.live():
+                            break
+            except httpx.HTTPError:
+                pass
+
+
+def start(store: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str, int]:
+    port = free_port()
+    env = {**os.environ, "TOKSVC_STORE": str(store), "TOKSVC_ADMIN_TOKEN": TOKEN,
+           "TOKSVC_WRITE_SECONDS": "3", "TOKSVC_MAX_STREAM_SECONDS": "20"}  # fmt: skip
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1",
+                                 "--port", str(port), "--workers", "2"],
+                                cwd=ROOT, env=env, stdout=log, stderr=log)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    ready_by = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None or time.monotonic() > ready_by:
+            proc.kill()
+            sys.exit(f"the service did not start; see {log_path}")
+        try:
+            if len(workers(proc.pid)) == 2 and httpx.get(f"{base}/readyz").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    time.sleep(3)  # both workers loaded
+    return proc, base, port
+
+
+class Chaos:
+    """One action every 5 s, in turn."""
+
+    ACTIONS = ("kill", "refuse", "restore", "non-readers", "slow-reader", "kill")
+
+    def __init__(self, run: Run, proc: subprocess.Popen[bytes], store: Path) -> None:
+        self.run, self.proc = run, proc
+        self.file = store / "cl100k_base" / "1.json"
+        self.good = self.file.read_bytes()
+        self.side: list[threading.Thread] = []
+
+    def act(self, action: str) -> None:
+        run, proc = self.run, self.proc
+        if action == "kill":
+            ready = wait_until_all_ready(proc.pid, 2)  # one kill at a time, as an OOM kill
+            os.kill(random.choice(ready), signal.SIGKILL)
+        elif action == "refuse":  # the file no longer matches its pin
+            self.file.write_bytes(self.good.replace(b"[", b"{", 1))
+            r = httpx.post(f"{run.base}/admin/reload", timeout=60,
+                           headers={"authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            run.events.append(f"admin reload answered {r.status_code}")
+            proc.send_signal(signal.SIGHUP)
+        elif action == "restore":
+            self.file.write_bytes(self.good)
+            proc.send_signal(signal.SIGHUP)
+        elif action == "non-readers":
+            self.spawn(*[(run.non_reader, (8,)) for _ in range(4)])
+        elif action == "slow-reader":
+            self.spawn((run.slow_reader, ()))
+        run.events.append(action)
+
+    def spawn(self, *targets: tuple[object, tuple[object, ...]]) -> None:
+        for target, args in targets:
+            thread = threading.Thread(target=target, args=args)  # type: ignore[arg-type]
+            thread.start()
+            self.side.append(thread)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--threads", type=int, default=6)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="toksvc-chaos-"))
+    proc, base, port = start(small_store(tmp), tmp / "server.log")
+    run = Run(base, port, args.seconds)
+    chaos = Chaos(run, proc, tmp / "store")
+    threads = [threading.Thread(target=run.load, args=(i,)) for i in range(args.threads)]
+    threads.append(threading.Thread(target=run.probe))
+    for t in threads:
+        t.start()
+    peak, step = 0.0, 0
+    while run.live():
+        chaos.act(Chaos.ACTIONS[step % len(Chaos.ACTIONS)])
+        step += 1
+        until = time.monotonic() + 5
+        while time.monotonic() < until and run.live():
+            peak = max(peak, rss_mb(proc.pid))
+            time.sleep(0.25)
+    for t in threads + chaos.side:
+        t.join(timeout=30)
+    chaos.file.write_bytes(chaos.good)
+    alive = proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    try:
+        status = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        status = proc.wait()
+    text = (tmp / "server.log").read_text(errors="replace")
+    total = sum(run.codes.values()) + sum(run.errors.values())
+    five = sum(n for code, n in run.codes.items() if code >= 500)
+    print(f"actions: {', '.join(run.events)}")
+    print(f"requests: {total}, statuses {dict(sorted(run.codes.items()))}")
+    print(f"failed requests (connection errors): {sum(run.errors.values())} {dict(run.errors)}")
+    print(f"5xx: {five}")
+    print(f"longest time without a successful /readyz: {run.longest_gap:.2f} s")
+    print(f"peak RSS (supervisor + workers): {peak:.0f} MB")
+    print(f"service alive at the end: {alive}; exit status after SIGTERM: {status}")
+    print(f"tracebacks in the server log: {text.count('Traceback')}")
+    if "Traceback" in text:
+        at = text.index("Traceback")
+        print(text[at : at + 2000])
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if five or not alive or run.longest_gap > 5 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

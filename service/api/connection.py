@@ -1,0 +1,182 @@
+"""Per-connection limits that only the HTTP protocol layer can enforce, as uvicorn protocol classes.
+
+- **Header size**: the request line and headers of one request may take at most
+  TOKSVC_MAX_HEADER_BYTES; past that the client gets 431 and the connection closes (uvicorn's
+  httptools parser has no such limit: a 300 MB header was read whole).
+- **Header deadline**: the request line and headers must arrive within TOKSVC_HEADER_SECONDS
+  (a client that trickles its headers is disconnected; uvicorn has no such timeout).
+- **Write deadline**: when a client stops reading, the transport's buffer fills and asyncio pauses
+  writing. If it stays paused for TOKSVC_WRITE_SECONDS, the connection is aborted (not closed:
+  `close()` would wait for the unread buffer to drain), which drops the buffered output and
+  unblocks the handler's `send()`. A slow reader that makes progress resets the clock.
+
+`toksvc serve` passes these classes to uvicorn (`http=`, `ws=`); uvicorn imports them by name in
+each worker, so their limits are read from the environment once per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import Any
+
+import httptools
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from service.api import problems
+from service.settings import Settings
+
+log = logging.getLogger("toksvc")
+
+
+class _HeadTooLargeError(httptools.HttpParserError):
+    pass
+
+
+@functools.cache
+def _settings() -> Settings:
+    return Settings.from_env()
+
+
+class _WriteDeadline:
+    """Abort the transport when writing stays paused for `write_seconds`."""
+
+    transport: asyncio.Transport
+    client: tuple[str, int] | None
+    _write_timer: asyncio.TimerHandle | None = None
+
+    def _start_write_clock(self) -> None:
+        if self._write_timer is None:
+            loop = asyncio.get_running_loop()
+            self._write_timer = loop.call_later(_settings().write_seconds, self._write_timeout)
+
+    def _stop_write_clock(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_timeout(self) -> None:
+        self._write_timer = None
+        log.warning("client %s read nothing for %gs: connection aborted, its buffers freed",
+                    self.client, _settings().write_seconds)  # fmt: skip
+        self.transport.abort()
+
+
+class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_bytes = 0
+        self._reading_head = True
+        self._refused = False
+        self._too_large = False
+        self._parsed_head_bytes = 0
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        super().data_received(data)
+        if self._reading_head and not self._refused:  # still no end of the headers
+            self._head_bytes += len(data)
+            if self._head_bytes > _settings().max_header_bytes:
+                self._refuse_head()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._start_head_clock()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._reading_head = True
+        self._head_bytes = 0
+        self._parsed_head_bytes = 0
+        self._start_head_clock()
+
+    def _start_head_clock(self) -> None:
+        if self._head_timer is None:
+            seconds = _settings().header_seconds
+            self._head_timer = self.loop.call_later(seconds, self._head_timeout)
+
+    def _stop_head_clock(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self._reading_head and not self.transport.is_closing():
+            log.info("client %s sent no complete request head within %gs: disconnected",
+                     self.client, _settings().header_seconds)  # fmt: skip
+            self.transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count_head(self, n: int) -> None:
+        """Headers parsed within one read (`data_received` counts only unfinished heads)."""
+        self._parsed_head_bytes += n
+        if self._parsed_head_bytes > _settings().max_header_bytes:
+            self._too_large = True
+            raise _HeadTooLargeError  # the parser stops; uvicorn calls send_400_response
+
+    def send_400_response(self, msg: str) -> None:
+        if self._too_large:
+            self._refuse_head()
+        else:
+            super().send_400_response(msg)
+
+    def on_headers_complete(self) -> None:
+        self._reading_head = False
+        self._stop_head_clock()
+        super().on_headers_complete()
+
+    def _refuse_head(self) -> None:
+        self._refused = True
+        if self.transport.is_closing():  # the parser refused the request already
+            return
+        limit = _settings().max_header_bytes
+        doc = problems.problem(431, "limit-exceeded", "Request header fields too large",
+                               f"the request line and headers exceed the limit of {limit} bytes",
+                               limit=limit)  # fmt: skip
+        body = msgspec.json.encode(doc)
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: " + problems.PROBLEM_JSON.encode() + b"\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        self.transport.close()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._start_write_clock()
+
+    def resume_writing(self) -> None:
+        self._stop_write_clock()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_write_clock()
+        self._stop_head_clock()
+        super().connection_lost(exc)
+
+
+class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._start_write_clock()
+
+    def resume_writing(self) -> None:
+        self._stop_write_clock()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_write_clock()
+        super().connection_lost(exc)

@@ -1,0 +1,140 @@
+"""One supervisor that survives its workers, and workers that do not outlive it.
+
+uvicorn's own supervisor stops everything (and exits 0) when one replacement worker fails its
+start-up, e.g. a store with a failure after one had served: one OOM kill became an outage that a
+restart-on-failure policy never saw. `Supervisor` instead:
+
+- restarts a worker that died at once, and retries one that could not start (exit status 3)
+  with a doubling back-off (1 s .. 30 s) while the others keep serving;
+- exits with status 3 only when no worker can serve: every slot is waiting for a retry, or no
+  worker has been ready across `2 x workers` failed starts in a row;
+- forgets a dead worker's live gauges (`mark_process_dead`), so `toksvc_active_streams` does not
+  count the streams of a killed worker forever;
+- on SIGHUP reloads the store inside every worker (replacing workers was measured to fail a
+  request now and then).
+
+A worker watches its parent (`watch_supervisor`): when the supervisor is gone it shuts down
+gracefully instead of serving on as an orphan that nobody restarts or reloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+
+from uvicorn.config import Config
+from uvicorn.supervisors.multiprocess import Multiprocess, Process
+
+from service.settings import Settings
+
+STARTUP_FAILURE = 3  # uvicorn's exit status when the app's start-up fails
+FIRST_BACKOFF = 1.0
+MAX_BACKOFF = 30.0
+PARENT_POLL_SECONDS = 1.0
+log = logging.getLogger("uvicorn.error")
+
+
+class Supervisor(Multiprocess):
+    def __init__(self, config: Config, sockets: list[object]) -> None:
+        super().__init__(config, sockets)  # type: ignore[arg-type]
+        self.exit_code = 0
+        self.retry_at: dict[int, float] = {}  # slot -> when its next start is due
+        self.backoff: dict[int, float] = {}  # slot -> the delay before its next retry
+        self.failed_starts = 0  # failed starts since a worker was last seen ready
+
+    def handle_hup(self) -> None:
+        log.info("Received SIGHUP, reloading the store in workers.")
+        for process in self.processes:
+            if process.pid is not None and process.exitcode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGHUP)
+
+    def keep_subprocess_alive(self) -> None:
+        if self.should_exit.is_set():
+            return
+        now = time.monotonic()
+        any_ready = False
+        for idx, process in enumerate(self.processes):
+            if idx in self.retry_at:
+                if now >= self.retry_at[idx]:
+                    del self.retry_at[idx]
+                    self._start(idx)
+                continue
+            started = _healthcheck(process, self.config.timeout_worker_healthcheck)
+            if started is not None:
+                if started:
+                    any_ready = True
+                    self.backoff.pop(idx, None)
+                continue
+            self._bury(idx, process, now)
+        if any_ready:
+            self.failed_starts = 0
+        if self.should_exit.is_set():
+            return
+        waiting = len(self.retry_at) == len(self.processes)
+        if waiting or self.failed_starts >= 2 * len(self.processes):
+            log.error("No worker can serve (%d failed starts in a row): exiting with status %d.",
+                      self.failed_starts, STARTUP_FAILURE)  # fmt: skip
+            self.exit_code = STARTUP_FAILURE
+            self.should_exit.set()
+
+    def _bury(self, idx: int, process: Process, now: float) -> None:
+        process.kill()  # hung or dead: make sure, then reap it
+        process.join()
+        if process.pid is not None:
+            # imported here: prometheus_client must first see PROMETHEUS_MULTIPROC_DIR, which
+            # `serve` sets after importing this module (a single worker runs in this process)
+            from prometheus_client import multiprocess  # noqa: PLC0415
+
+            with contextlib.suppress(OSError, TypeError):
+                multiprocess.mark_process_dead(process.pid)  # type: ignore[no-untyped-call]
+        if self.should_exit.is_set():
+            return
+        if process.exitcode == STARTUP_FAILURE:
+            self.failed_starts += 1
+            delay = self.backoff.get(idx, FIRST_BACKOFF / 2) * 2
+            self.backoff[idx] = min(delay, MAX_BACKOFF)
+            self.retry_at[idx] = now + self.backoff[idx]
+            serving = len(self.processes) - len(self.retry_at)
+            log.error("Worker [%s] could not start (exit status %d); retrying in %.0fs, %d of %d "
+                      "worker slots still up.", process.pid, STARTUP_FAILURE, self.backoff[idx],
+                      serving, len(self.processes))  # fmt: skip
+            return
+        log.warning("Worker [%s] died (exit status %s); starting a replacement.",
+                    process.pid, process.exitcode)  # fmt: skip
+        self._start(idx)
+
+    def _start(self, idx: int) -> None:
+        process = Process(self.config, self.sockets)
+        process.start()
+        self.processes[idx] = process
+
+
+def _healthcheck(process: Process, timeout: float) -> bool | None:
+    """None if the worker is dead or hung, else whether it has finished starting."""
+    if not process.process.is_alive():
+        return None
+    return process._healthcheck(timeout)
+
+
+def watch_supervisor(settings: Settings) -> asyncio.Task[None] | None:
+    """In a worker: shut down gracefully once the supervisor that started it is gone."""
+    if not settings.supervisor_pid:
+        return None
+
+    async def watch() -> None:
+        while os.getppid() == settings.supervisor_pid:
+            await asyncio.sleep(PARENT_POLL_SECONDS)
+        log.error("The supervisor [%d] is gone: this worker stops.", settings.supervisor_pid)
+        signal.raise_signal(signal.SIGTERM)
+
+    return asyncio.get_running_loop().create_task(watch())
+
+
+def supervisor_alive(settings: Settings) -> bool:
+    """Is this worker still the child of the supervisor that started it?"""
+    return bool(settings.supervisor_pid) and os.getppid() == settings.supervisor_pid

@@ -1,0 +1,236 @@
+"""Budgets per request, per stream and per connection, over real HTTP (issue 14, items 2-6, 9-11):
+output bytes checked before the response is built, clients that stop reading cut off and their
+stream slots freed, header size limited, engine failures typed, NDJSON `final` honoured."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.rawhttp import NdjsonStream
+from tests.serverproc import Server, start_server, stop_server
+
+WRITE_SECONDS = 1.0
+LIMITS = {"TOKSVC_WRITE_SECONDS": str(WRITE_SECONDS), "TOKSVC_MAX_HEADER_BYTES": "8192",
+          "TOKSVC_MAX_STREAMS_PER_WORKER": "1", "TOKSVC_MAX_STREAM_SECONDS": "4",
+          "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024),
+          "TOKSVC_HEADER_SECONDS": "1", "TOKSVC_MAX_LARGE_REQUESTS": "1",
+          "TOKSVC_LARGE_REQUEST_BYTES": "2000000"}  # fmt: skip
+T = "/v1/tokenizers/cl100k_base"
+
+
+@pytest.fixture(scope="module")
+def limited() -> Iterator[Server]:
+    s = start_server(1, **LIMITS)
+    yield s
+    stop_server(s)
+
+
+def one_id(server: Server, text: str) -> int:
+    ids = httpx.post(f"{server.base}{T}/encode", json={"text": text}, timeout=10).json()["ids"]
+    assert len(ids) == 1
+    return int(ids[0])
+
+
+def serves(server: Server) -> bool:
+    return httpx.post(f"{server.base}{T}/count", json={"text": "ok"}, timeout=10).status_code == 200
+
+
+def test_decode_output_is_refused_before_it_is_built(limited: Server) -> None:
+    spaces = one_id(limited, " " * 128)
+    ids = [spaces] * 40_000  # 5.1 MB of output from a 0.3 MB body
+    for body in ({"ids": ids}, {"batch": [ids[:20_000], ids[:20_000]]},
+                 {"ids": ids, "output": "base64"}):  # fmt: skip
+        r = httpx.post(f"{limited.base}{T}/decode", json=body, timeout=30)
+        assert r.status_code == 413, r.text[:200]
+        doc = r.json()
+        assert doc["type"] == "/problems/limit-exceeded" and doc["limit"] == 4 * 1024 * 1024
+    r = httpx.post(f"{limited.base}{T}/decode/step", json={"ids": ids}, timeout=30)
+    assert r.status_code == 413
+    within = httpx.post(f"{limited.base}{T}/decode", json={"ids": ids[:30_000]}, timeout=30)
+    assert within.status_code == 200 and within.json()["text"] == " " * 128 * 30_000
+
+
+def raw_request(port: int, head: bytes, body: bytes = b"", rcvbuf: int = 0) -> socket.socket:
+    sock = socket.socket()
+    if rcvbuf:  # a small window: the server's buffers fill up when we do not read
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(15)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(head + body)
+    return sock
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    data = bytearray()
+    try:
+        while chunk := sock.recv(1 << 20):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return bytes(data)
+
+
+def test_a_client_that_does_not_read_its_response_is_cut_off(limited: Server) -> None:
+    spaces = one_id(limited, " " * 128)
+    body = json.dumps({"ids": [spaces] * 30_000}).encode()  # 3.8 MB of output
+    head = (f"POST {T}/decode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    sock = raw_request(limited.port, head, body, rcvbuf=4096)
+    time.sleep(WRITE_SECONDS + 2)  # read nothing for longer than the write deadline
+    got = read_until_closed(sock)
+    sock.close()
+    assert len(got) < 3_000_000, "the whole response waited for a client that did not read"
+    assert serves(limited)
+
+
+def test_headers_over_the_limit_get_431(limited: Server) -> None:
+    r = httpx.get(f"{limited.base}/healthz", headers={"x-big": "a" * 20_000}, timeout=10)
+    assert r.status_code == 431 and r.json()["type"] == "/problems/limit-exceeded"
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"x-a: b\r\n" * 5000  # never ends
+    sock = raw_request(limited.port, head)
+    got = read_until_closed(sock)
+    sock.close()
+    assert got.startswith(b"HTTP/1.1 431")
+    assert httpx.get(f"{limited.base}/healthz", headers={"x-ok": "a" * 4000}).status_code == 200
+
+
+def test_a_client_that_trickles_its_headers_is_disconnected(limited: Server) -> None:
+    sock = raw_request(limited.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never ends
+    started = time.monotonic()
+    assert read_until_closed(sock) == b""  # closed by the server, at TOKSVC_HEADER_SECONDS
+    assert time.monotonic() - started < 10
+    sock.close()
+    assert serves(limited)
+
+
+def stream_head(path: str) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n").encode()  # fmt: skip
+
+
+def chunk(obj: Any) -> bytes:
+    data = json.dumps(obj).encode() + b"\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
+    spaces = one_id(limited, " " * 128)
+    sock = raw_request(limited.port, stream_head(f"{T}/decode/stream"), rcvbuf=4096)
+    try:
+        for _ in range(6):  # 6 x 2.5 MB of output, never read
+            sock.sendall(chunk({"ids": [spaces] * 20_000}))
+        time.sleep(WRITE_SECONDS + 2)
+        second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
+        second.send({"ids": [one_id(limited, "hello")]})
+        second.end_body()
+        lines = second.read_all()
+        assert second.status == 200 and lines[-1]["done"] is True
+        second.close()
+    finally:
+        sock.close()
+    assert serves(limited)
+
+
+def ws_frame(payload: bytes) -> bytes:
+    """One masked text frame, as a client sends it (RFC 6455)."""
+    n, mask = len(payload), os.urandom(4)
+    size = bytes([0x80 | n]) if n < 126 else (
+        bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536
+        else bytes([0x80 | 127]) + n.to_bytes(8, "big"))  # fmt: skip
+    key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+    return b"\x81" + size + mask + (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
+def test_a_websocket_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
+    spaces = one_id(limited, " " * 128)
+    key = base64.b64encode(os.urandom(16)).decode()
+    head = (f"GET {T}/decode/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n").encode()  # fmt: skip
+    sock = raw_request(limited.port, head, rcvbuf=4096)  # reads nothing, not even the 101
+    try:
+        message = ws_frame(json.dumps({"ids": [spaces] * 20_000}).encode())
+        with contextlib.suppress(OSError):  # the server may cut us off meanwhile
+            for _ in range(6):  # 6 x 2.5 MB of output
+                sock.sendall(message)
+        time.sleep(WRITE_SECONDS + 2)
+        second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
+        second.end_body()
+        lines = second.read_all()
+        assert second.status == 200 and lines[-1]["done"] is True
+        second.close()
+    finally:
+        sock.close()
+    assert serves(limited)
+
+
+def test_ndjson_final_ends_the_stream(limited: Server) -> None:
+    stream = NdjsonStream(limited.port, f"{T}/decode/stream")
+    try:
+        stream.send({"ids": [one_id(limited, "hello")], "final": True})  # the body stays open
+        line = stream.read_line()
+        assert line == {"text": "hello", "done": True}
+        assert stream.read_line() is None
+    finally:
+        stream.close()
+
+
+def test_the_stream_deadline_line_names_its_limit(limited: Server) -> None:
+    stream = NdjsonStream(limited.port, f"{T}/decode/stream")
+    try:
+        stream.send({"ids": []})
+        lines = stream.read_all()  # ends at TOKSVC_MAX_STREAM_SECONDS (4 s here)
+        assert lines[-1]["error"]["type"] == "/problems/limit-exceeded"
+        assert lines[-1]["error"]["limit"] == 4
+    finally:
+        stream.close()
+
+
+@pytest.mark.parametrize("text", [" " * 999_999 + "x", " \t" * 500_000])
+@pytest.mark.parametrize("verb", ["encode", "count"])
+def test_an_engine_failure_is_a_typed_problem_not_a_500(limited: Server, verb: str,
+                                                        text: str) -> None:  # fmt: skip
+    r = httpx.post(f"{limited.base}{T}/{verb}", json={"text": text}, timeout=60)
+    assert r.status_code in (200, 422), r.text[:300]
+    if r.status_code == 422:
+        assert r.json()["type"] == "/problems/engine-failure"
+    assert serves(limited)
+
+
+def test_large_requests_beyond_the_per_worker_limit_get_503_at_once(limited: Server) -> None:
+    size = 3_000_000
+    head = (f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+    first = raw_request(limited.port, head, b'{"text": "')  # holds the only large slot
+    try:
+        second = raw_request(limited.port, head)  # no body sent: refused before reading one
+        answer = b""
+        while b"too-many-large-requests" not in answer and (chunk := second.recv(4096)):
+            answer += chunk  # head and body may come in two reads
+        second.close()
+        assert answer.startswith(b"HTTP/1.1 503") and b"too-many-large-requests" in answer
+        assert serves(limited)  # small requests are not counted
+        first.sendall(b"a" * (size - 12) + b'"}')
+        assert read_until_closed_or_response(first).startswith(b"HTTP/1.1 200")
+    finally:
+        first.close()
+    body = json.dumps({"text": "a" * size}).encode()  # the slot is free again
+    assert httpx.post(f"{limited.base}{T}/count", content=body, timeout=30,
+                      headers={"content-type": "application/json"}).status_code == 200  # fmt: skip
+
+
+def read_until_closed_or_response(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    return data

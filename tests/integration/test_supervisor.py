@@ -1,0 +1,163 @@
+"""The supervisor survives its workers (issue 14, items 1, 7 and 10): a worker that cannot start is
+retried while the others serve, the process exits non-zero only when no worker can serve, orphaned
+workers stop, and a killed worker's open streams leave the gauge."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.settings import BUNDLED_STORE
+from tests.integration.rawhttp import NdjsonStream
+from tests.integration.test_faults import workers_of
+from tests.serverproc import ROOT, free_port, start_server, stop_server
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A copy of the bundled store with the small tokenizers only (fast to load)."""
+    copy = tmp_path / "store"
+    shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def wait_for(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def count_ok(base: str) -> bool:
+    try:
+        r = httpx.post(f"{base}/v1/tokenizers/gpt2/count", json={"text": "hi"}, timeout=5)
+    except httpx.HTTPError:
+        return False
+    return r.status_code == 200
+
+
+def test_a_worker_that_cannot_start_is_retried_while_the_other_serves(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    try:
+        gpt2 = store / "gpt2" / "1.json"
+        good = gpt2.read_bytes()
+        gpt2.write_bytes(good.replace(b"[", b"{", 1))  # no longer matches its pin
+        before = workers_of(server.process.pid)
+        os.kill(min(before), signal.SIGKILL)  # what the OOM killer does
+        codes = []
+        for _ in range(30):  # 3 s: the replacement fails its start at least once meanwhile
+            codes.append(count_ok(server.base))
+            time.sleep(0.1)
+        assert server.process.poll() is None, "the service stopped"
+        assert all(codes), f"{codes.count(False)} of {len(codes)} requests failed"
+        gpt2.write_bytes(good)  # the deploy finishes: the retry succeeds
+        assert wait_for(lambda: len(workers_of(server.process.pid)) == 2, 40)
+        print(
+            f"\nworker killed on a store that no longer matches its pins: {len(codes)} "
+            f"requests meanwhile, {codes.count(False)} failed; the service kept running"
+        )
+    finally:
+        stop_server(server)
+    assert server.process.returncode == 0
+
+
+def test_the_process_exits_non_zero_when_no_worker_can_serve(tmp_path: Path) -> None:
+    env = {**os.environ, "TOKSVC_STORE": str(tmp_path / "no-store"), "TOKSVC_STRICT": "1"}
+    command = [sys.executable, "-m", "service", "serve", "--port", str(free_port()),
+               "--workers", "2"]  # fmt: skip
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          check=False)  # fmt: skip
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "No worker can serve" in done.stderr
+
+
+def test_orphaned_workers_stop_when_the_supervisor_is_gone(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    workers = workers_of(server.process.pid)
+    try:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+        def gone() -> bool:
+            return not any(Path(f"/proc/{pid}").exists() and
+                           b"(Z)" not in Path(f"/proc/{pid}/stat").read_bytes()[:64]
+                           for pid in workers)  # fmt: skip
+
+        assert wait_for(gone, 20), "orphaned workers kept running"
+    finally:
+        for pid in workers:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
+
+def active_streams(base: str) -> float:
+    total = 0.0
+    for line in httpx.get(f"{base}/metrics", timeout=5).text.splitlines():
+        if line.startswith("toksvc_active_streams{"):
+            total += float(line.split()[-1])
+    return total
+
+
+def test_a_killed_workers_streams_leave_the_gauge(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    stream = NdjsonStream(server.port, "/v1/tokenizers/gpt2/decode/stream")
+    try:
+        stream.send({"ids": [31373]})
+        assert stream.read_line() is not None
+        assert active_streams(server.base) == 1
+        for pid in workers_of(server.process.pid):
+            os.kill(pid, signal.SIGKILL)
+        assert wait_for(lambda: count_ok(server.base) and active_streams(server.base) == 0, 30)
+    finally:
+        stream.close()
+        stop_server(server)
+
+
+def metric_lines(base: str, name: str) -> list[str]:
+    text = httpx.get(f"{base}/metrics", timeout=5).text
+    return [line for line in text.splitlines() if line.startswith(name)]
+
+
+def test_admin_reload_refusal_is_409_and_the_metrics_follow_reloads(store: Path) -> None:
+    server = start_server(1, TOKSVC_STORE=str(store), TOKSVC_ADMIN_TOKEN="s3cret")
+    url = f"{server.base}/admin/reload"
+    try:
+        r = httpx.post(url, headers={"authorization": "bearer  s3cret"}, timeout=30)
+        assert r.status_code == 202, r.text  # the scheme is case-insensitive
+        manifest = json.loads((store / "manifest.json").read_text())
+        dropped = next(e for e in manifest["tokenizers"] if not e["default"])
+        manifest["tokenizers"].remove(dropped)
+        (store / "manifest.json").write_text(json.dumps(manifest))
+        r = httpx.post(url, headers={"authorization": "Bearer s3cret"}, timeout=30)
+        assert r.status_code == 202
+        series = [
+            line
+            for line in metric_lines(server.base, "toksvc_tokenizer_info{")
+            if f'version="{dropped["version"]}"' in line and dropped["name"] in line
+        ]
+        assert series and all(line.endswith(" 0.0") for line in series), series
+        gpt2 = store / "gpt2" / "1.json"
+        gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))
+        r = httpx.post(url, headers={"authorization": "Bearer s3cret"}, timeout=30)
+        assert r.status_code == 409 and r.json()["type"] == "/problems/reload-refused"
+        assert "gpt2" in r.json()["failures"][0]
+        assert metric_lines(server.base, "toksvc_store_load_failures ") == [
+            "toksvc_store_load_failures 1.0"
+        ]
+        assert count_ok(server.base)  # the previous store keeps serving
+    finally:
+        stop_server(server)
