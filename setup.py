@@ -1,0 +1,49 @@
+"""Builds the native engine (service/bpe/native/*.c) as `service.bpe._native`.
+
+The extension is optional: without a C compiler (or if compilation fails) the package still
+installs, and the service runs on the pure-Python engine, saying so at start-up and on /readyz.
+Set TOKSVC_NATIVE_CFLAGS to add compiler flags (the sanitizer build in loadtests/fuzz_native.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all
+            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                  file=sys.stderr)  # fmt: skip
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                  file=sys.stderr)  # fmt: skip
+
+
+extra = os.environ.get("TOKSVC_NATIVE_CFLAGS", "").split()
+setup(
+    ext_modules=[
+        Extension(
+            "service.bpe._native",
+            sources=["service/bpe/native/_native.c"],
+            depends=[
+                "service/bpe/native/merge.h",
+                "service/bpe/native/pretok.h",
+                "service/bpe/native/unicode_tables.h",
+            ],
+            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", *extra],
+            extra_link_args=[f for f in extra if f.startswith("-fsanitize")],
+        )
+    ],
+    cmdclass={"build_ext": OptionalBuildExt},
+)
