@@ -9,11 +9,13 @@ service then runs on the Python engine and says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import regex
 
-from service.bpe.vocab import Vocabulary
+if TYPE_CHECKING:
+    from service.bpe.vocab import Vocabulary
 
 try:
     from service.bpe import _native
@@ -71,6 +73,14 @@ class NativeEngine:
         if self._split is not None:
             return [self.count_ordinary(t) for t in texts]
         return self._engine.count_batch(texts)
+
+
+def pairs_merger(vocab: Vocabulary) -> Callable[[bytes], list[int]] | None:
+    """The `pairs` rule of `vocab` in C, on one piece of bytes (None without the extension)."""
+    if _native is None:
+        return None
+    engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
+    return engine.merge_bytes
 
 
 def split(scanner: str, text: str) -> list[str]:

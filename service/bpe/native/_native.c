@@ -190,6 +190,20 @@ static PyObject *Engine_count_pieces(EngineObject *self, PyObject *list) {
     return pieces(self, list, 1);
 }
 
+/* the ids of one piece given as bytes (merge only, no pre-tokenization) */
+static PyObject *Engine_merge_bytes(EngineObject *self, PyObject *data) {
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "piece must be bytes");
+        return NULL;
+    }
+    sink_t out = {0};
+    int rc = merge_piece(self, (const uint8_t *)PyBytes_AS_STRING(data),
+                         (size_t)PyBytes_GET_SIZE(data), &out);
+    PyObject *res = rc ? raise_for(rc) : ids_to_list(&out);
+    free(out.ids);
+    return res;
+}
+
 static size_t pow2_at_least(size_t x) {
     size_t p = 16;
     while (p < x) p <<= 1;
@@ -333,6 +347,7 @@ GUARDED(Engine_encode_batch)
 GUARDED(Engine_count_batch)
 GUARDED(Engine_encode_pieces)
 GUARDED(Engine_count_pieces)
+GUARDED(Engine_merge_bytes)
 
 static void Engine_dealloc(EngineObject *self) {
     bt_free(&self->bt);
@@ -352,6 +367,7 @@ static PyMethodDef Engine_methods[] = {
     {"count_batch", (PyCFunction)Engine_count_batch_checked, METH_O, "count of each text"},
     {"encode_pieces", (PyCFunction)Engine_encode_pieces_checked, METH_O, "ids of pre-split pieces"},
     {"count_pieces", (PyCFunction)Engine_count_pieces_checked, METH_O, "count of pre-split pieces"},
+    {"merge_bytes", (PyCFunction)Engine_merge_bytes_checked, METH_O, "ids of one piece of bytes"},
     {NULL, NULL, 0, NULL},
 };
 
