@@ -65,9 +65,11 @@ def main() -> None:
     for block in blocks:
         out.write("{" + ",".join(map(str, block)) + "},\n")
     out.write("};\n\n")
-    out.write("static inline unsigned uc_flags(uint32_t cp) {\n"
-              "    return cp < 0x110000 ? uc_stage2[uc_stage1[cp >> 8]][cp & 255] : 0;\n}\n\n")  # fmt: skip
-    out.write("/* (?i:x) for the suffix letters: code points matching each, case-insensitively */\n")
+    out.write("static inline unsigned uc_flags(uint32_t cp) {\n    return cp < 0x110000 ? ")
+    out.write("uc_stage2[uc_stage1[cp >> 8]][cp & 255] : 0;\n}\n\n")
+    out.write(
+        "/* (?i:x) for the suffix letters: code points matching each, case-insensitively */\n"
+    )
     out.write("static inline int uc_caseless(uint32_t cp, char x) {\n    switch (x) {\n")
     for x, cps in caseless.items():
         cond = " || ".join(f"cp == 0x{c:X}" for c in cps)

@@ -15,8 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Literal
 
-from service.bpe import Engine, PythonEngine, Vocabulary
-from service.bpe import native
+from service.bpe import Engine, PythonEngine, Vocabulary, native
 from service.store.presets import PATTERNS
 
 EngineChoice = Literal["auto", "python"]

@@ -17,14 +17,19 @@ boundary = st.sampled_from([" ", "\n", "\r\n", "\t", "'", "'s", "'LL", "1", "A",
                             "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ"])  # fmt: skip
 runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 600)).map(lambda t: t[0] * t[1])
 texts = st.lists(
-    st.one_of(st.text(any_char, max_size=16), st.lists(boundary, max_size=16).map("".join), runs, pieces),
+    st.one_of(
+        st.text(any_char, max_size=16), st.lists(boundary, max_size=16).map("".join), runs, pieces
+    ),
     max_size=10,
 ).map("".join)
 unicode14 = st.characters(exclude_categories=("Cs", "Cn"))
 assigned = st.lists(
-    st.one_of(st.text(unicode14, max_size=16), st.lists(boundary, max_size=16).map("".join), pieces,
-              st.tuples(st.one_of(boundary, unicode14), st.integers(1, 300)).map(
-                  lambda t: t[0] * t[1])),  # fmt: skip
+    st.one_of(
+        st.text(unicode14, max_size=16),
+        st.lists(boundary, max_size=16).map("".join),
+        pieces,
+        st.tuples(st.one_of(boundary, unicode14), st.integers(1, 300)).map(lambda t: t[0] * t[1]),
+    ),
     max_size=8,
 ).map("".join)
 SLOW_FIXTURES = settings(max_examples=150, deadline=None,

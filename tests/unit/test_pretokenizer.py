@@ -1,8 +1,9 @@
 """The native pre-tokenizers split exactly as tiktoken's regex engine does, for every code point
 (U+0000..U+10FFFF, surrogates excluded) in several contexts: after a space and before an apostrophe
 suffix, after a letter and before a digit, inside digits, after an apostrophe and before a line end
-(and, through the neighbouring segments, after one). Compared on the ids of the real vocabulary: many code points per call, and where a
-block differs, each code point of it alone, to name the first one that differs."""
+(and, through the next segment, after one). Compared on the ids of the real vocabulary (tiktoken
+does not expose its splits): many code points per call, and where a block differs, each code point
+of it alone, to name the first one that differs."""
 
 from __future__ import annotations
 
