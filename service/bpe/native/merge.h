@@ -12,7 +12,7 @@ the rank of the pair now at its position differs (a rank names one token, so equ
 #include <string.h>
 
 #define NO_RANK UINT32_MAX
-#define LONG_PIECE 128
+#define LONG_PIECE 64
 
 /* ---- token bytes -> id (the ranks rule) ---- */
 typedef struct {
@@ -47,6 +47,13 @@ static inline uint32_t hash_bytes(const uint8_t *k, size_t len) {
     return (uint32_t)(h ^ (h >> 32));
 }
 
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t len) {
+    if (len > 16) return memcmp(a, b, len) == 0;
+    for (size_t i = 0; i < len; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t len) {
     if (len == 1) return t->byte_rank[k[0]];
     if (len == 2) return t->pair_rank[(size_t)k[0] << 8 | k[1]];
@@ -54,7 +61,7 @@ static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t 
     for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
         const slot_t *sl = &t->slots[i];
         if (sl->len == 0) return NO_RANK;
-        if (sl->hash == h && sl->len == len && memcmp(t->blob + sl->off, k, len) == 0)
+        if (sl->hash == h && sl->len == len && same_bytes(t->blob + sl->off, k, len))
             return sl->id;
     }
 }
@@ -184,6 +191,16 @@ static uint64_t heap_pop(heap_t *h) {
     return top;
 }
 
+/* the lowest of ranks[0:k] and its leftmost index: a min the compiler vectorizes, then a find */
+static inline uint32_t lowest(const uint32_t *ranks, size_t k, size_t *at) {
+    uint32_t best = NO_RANK;
+    for (size_t i = 0; i < k; i++) best = ranks[i] < best ? ranks[i] : best;
+    size_t i = 0;
+    while (i < k && ranks[i] != best) i++;
+    *at = i;
+    return best;
+}
+
 /* ranks rule, short piece: bounds[] are part starts, ranks[i] the rank of parts i and i+1 */
 static int merge_ranks_short(const bytes_table *t, const uint8_t *s, size_t n, sink_t *out) {
     uint32_t bounds[LONG_PIECE + 1], ranks[LONG_PIECE];
@@ -191,10 +208,8 @@ static int merge_ranks_short(const bytes_table *t, const uint8_t *s, size_t n, s
     for (size_t i = 0; i <= n; i++) bounds[i] = (uint32_t)i;
     for (size_t i = 0; i + 1 < n; i++) ranks[i] = t->pair_rank[(size_t)s[i] << 8 | s[i + 1]];
     while (m > 1) {
-        uint32_t best = NO_RANK;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < m; i++)
-            if (ranks[i] < best) { best = ranks[i]; at = i; }
+        size_t at;
+        uint32_t best = lowest(ranks, m - 1, &at);
         if (best == NO_RANK) break;
         memmove(&bounds[at + 1], &bounds[at + 2], (m - at - 1) * sizeof bounds[0]);
         memmove(&ranks[at], &ranks[at + 1], (m - at - 2) * sizeof ranks[0]);
@@ -272,10 +287,8 @@ static int merge_pairs_short(const pair_table *t, const uint8_t *s, size_t n, si
     for (size_t i = 0; i < n; i++) ids[i] = t->byte_ids[s[i]];
     for (size_t i = 0; i + 1 < n; i++) ranks[i] = pt_lookup(t, ids[i], ids[i + 1]);
     while (m > 1) {
-        uint32_t best = NO_RANK;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < m; i++)
-            if (ranks[i] < best) { best = ranks[i]; at = i; }
+        size_t at;
+        uint32_t best = lowest(ranks, m - 1, &at);
         if (best == NO_RANK) break;
         ids[at] = best;
         memmove(&ids[at + 1], &ids[at + 2], (m - at - 2) * sizeof ids[0]);
