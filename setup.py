@@ -1,4 +1,4 @@
-"""Builds the native engine (service/bpe/native/*.c) as `service.bpe._native`.
+"""Builds the native engine (service/bpe/csrc/*.c) as `service.bpe._native`.
 
 The extension is optional: without a C compiler (or if compilation fails) the package still
 installs, and the service runs on the pure-Python engine, saying so at start-up and on /readyz.
@@ -35,11 +35,11 @@ setup(
     ext_modules=[
         Extension(
             "service.bpe._native",
-            sources=["service/bpe/native/_native.c"],
+            sources=["service/bpe/csrc/_native.c"],
             depends=[
-                "service/bpe/native/merge.h",
-                "service/bpe/native/pretok.h",
-                "service/bpe/native/unicode_tables.h",
+                "service/bpe/csrc/merge.h",
+                "service/bpe/csrc/pretok.h",
+                "service/bpe/csrc/unicode_tables.h",
             ],
             extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", *extra],
             extra_link_args=[f for f in extra if f.startswith("-fsanitize")],

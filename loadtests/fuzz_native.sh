@@ -13,7 +13,7 @@ INCLUDE=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 SO="$TMP/_native$SUFFIX"
 $CC -shared -fPIC -O1 -g -std=c11 -Wall -Wextra -Werror \
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined \
-    -I"$INCLUDE" service/bpe/native/_native.c -o "$SO"
+    -I"$INCLUDE" service/bpe/csrc/_native.c -o "$SO"
 LIBASAN=$($CC -print-file-name=libasan.so)
 # leaks: CPython's own allocations at exit drown LeakSanitizer; loadtests/rss_native.py checks RSS
 LD_PRELOAD="$LIBASAN" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \

@@ -1,10 +1,10 @@
-"""Generate service/bpe/native/unicode_tables.h: the Unicode classes the native pre-tokenizers use.
+"""Generate service/bpe/csrc/unicode_tables.h: the Unicode classes the native pre-tokenizers use.
 
 Membership is probed from tiktoken itself (its Rust regex engine, whose Unicode tables may be older
 than Python's `unicodedata` or the `regex` module), so the native scanners split exactly as
 tiktoken does. Run it after upgrading the oracle and commit the output:
 
-    python scripts/gen_unicode_tables.py > service/bpe/native/unicode_tables.h
+    python scripts/gen_unicode_tables.py > service/bpe/csrc/unicode_tables.h
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Type stub of the C extension built from service/bpe/native/_native.c."""
+"""Type stub of the C extension built from service/bpe/csrc/_native.c."""
 
 from collections.abc import Sequence
 from typing import Any

@@ -4,7 +4,10 @@ consistent with encode, the GIL released during a long text, bad input refused c
 from __future__ import annotations
 
 import base64
+import json
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -94,3 +97,32 @@ def test_bad_input_is_refused_cleanly(registry: Registry, reference: Registry) -
         engine.encode_batch(["a", 3])  # type: ignore[list-item]
     ref = reference.resolve("gpt2").tokenizer.engine
     assert engine.encode_ordinary("still serving") == ref.encode_ordinary("still serving")
+
+
+def test_without_the_extension_the_python_engine_serves_and_says_so() -> None:
+    """A process where the extension cannot be imported (as after an install without a compiler)."""
+    code = """
+import importlib.abc, logging, sys
+class NoNative(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "service.bpe._native":
+            raise ImportError("no extension")
+sys.meta_path.insert(0, NoNative())
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+from service.bpe import PythonEngine, native
+from service.settings import BUNDLED_STORE
+from service.store.engines import engine_factory
+from service.store.registry import load_store
+assert not native.AVAILABLE
+reg = load_store(BUNDLED_STORE, engine_factory("auto"), only="gpt2")
+tok = reg.resolve("gpt2").tokenizer
+assert isinstance(tok.engine, PythonEngine), type(tok.engine)
+print(tok.encode("still serving"))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ERROR the native engine is NOT built" in done.stderr
+    ids = json.loads(done.stdout)
+    assert ids and all(isinstance(i, int) for i in ids)
