@@ -133,12 +133,35 @@ static PyObject *raise_for(int rc) {
     return NULL;
 }
 
+/* One int object per id, shared by every engine of the process (ids overlap between
+   vocabularies): building an ids list is then a reference count and a store per id. Only touched
+   with the GIL held. */
+static PyObject **g_ints;
+static size_t g_nints;
+
+static int ensure_ints(size_t n) {
+    if (n <= g_nints) return 0;
+    PyObject **grown = PyMem_Realloc(g_ints, n * sizeof *grown);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    g_ints = grown;
+    for (; g_nints < n; g_nints++)
+        if (!(g_ints[g_nints] = PyLong_FromSize_t(g_nints))) return -1;
+    return 0;
+}
+
 static PyObject *ids_to_list(const sink_t *out) {
     PyObject *list = PyList_New((Py_ssize_t)out->len);
     if (!list) return NULL;
     for (size_t i = 0; i < out->len; i++) {
-        PyObject *v = PyLong_FromUnsignedLong(out->ids[i]);
-        if (!v) { Py_DECREF(list); return NULL; }
+        uint32_t id = out->ids[i];
+        PyObject *v;
+        if (id < g_nints) {
+            v = g_ints[id];
+            Py_INCREF(v);
+        } else if (!(v = PyLong_FromUnsignedLong(id))) {
+            Py_DECREF(list);
+            return NULL;
+        }
         PyList_SET_ITEM(list, (Py_ssize_t)i, v);
     }
     return list;
@@ -395,6 +418,8 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->scanner = scanner;
+    Py_ssize_t ntokens = PyObject_Length(tokens);
+    if (ntokens < 0 || ensure_ints((size_t)ntokens)) return -1;
     if (strcmp(rule, "ranks") == 0) {
         self->pairs = 0;
         return init_ranks(self, tokens);
