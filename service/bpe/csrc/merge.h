@@ -155,13 +155,16 @@ static inline int sink_put(sink_t *o, uint32_t id) {
 typedef struct {
     uint64_t *v;
     size_t len, cap;
+    int on_stack; /* v is the caller's stack array: copy it out before growing */
 } heap_t;
 
 static int heap_push(heap_t *h, uint64_t x) {
     if (h->len == h->cap) {
         size_t cap = h->cap * 2 + 64;
-        uint64_t *p = realloc(h->v, cap * sizeof *p);
+        uint64_t *p = h->on_stack ? malloc(cap * sizeof *p) : realloc(h->v, cap * sizeof *p);
         if (!p) return -1;
+        if (h->on_stack) memcpy(p, h->v, h->len * sizeof *p);
+        h->on_stack = 0;
         h->v = p;
         h->cap = cap;
     }
@@ -228,9 +231,15 @@ static int merge_ranks_short(const bytes_table *t, const uint8_t *s, size_t n, s
 }
 
 /* ranks rule, long piece: parts linked by nxt/prv (byte positions), heap of candidate merges */
+#define STACK_PIECE 512
 static int merge_ranks_long(const bytes_table *t, const uint8_t *s, size_t n, sink_t *out) {
-    uint32_t *nxt = malloc((n + 1) * sizeof *nxt), *prv = malloc((n + 1) * sizeof *prv);
-    heap_t h = {0};
+    /* pieces up to STACK_PIECE bytes work in stack arrays; the heap array grows only if needed */
+    uint32_t nxt_stack[STACK_PIECE + 1], prv_stack[STACK_PIECE + 1];
+    uint64_t heap_stack[2 * STACK_PIECE];
+    int small = n <= STACK_PIECE;
+    uint32_t *nxt = small ? nxt_stack : malloc((n + 1) * sizeof *nxt);
+    uint32_t *prv = small ? prv_stack : malloc((n + 1) * sizeof *prv);
+    heap_t h = {small ? heap_stack : NULL, 0, small ? 2 * STACK_PIECE : 0, small};
     int rc = -1;
     if (!nxt || !prv) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -268,9 +277,11 @@ static int merge_ranks_long(const bytes_table *t, const uint8_t *s, size_t n, si
     }
     rc = 0;
 done:
-    free(nxt);
-    free(prv);
-    free(h.v);
+    if (!small) {
+        free(nxt);
+        free(prv);
+    }
+    if (!h.on_stack) free(h.v);
     return rc;
 }
 
