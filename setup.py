@@ -1,14 +1,59 @@
-"""Build configuration that pyproject.toml cannot express: the bundled store ships inside the
-package as `service.bundled_store` (mapped from the top-level `tokenizers_store/`), and the web
-assets as package data."""
+"""Build configuration that pyproject.toml cannot express.
 
-from setuptools import find_packages, setup
+- The bundled store ships inside the package as `service.bundled_store` (mapped from the
+  top-level `tokenizers_store/`); the web assets and the extension's stub as package data.
+- The native engine (service/bpe/csrc/*.c) is built as `service.bpe._native`. It is optional:
+  without a C compiler (or if compilation fails) the package still installs, and the service runs
+  on the pure-Python engine, saying so at start-up and on /readyz. TOKSVC_NATIVE_CFLAGS adds
+  compiler flags (the sanitizer build in loadtests/fuzz_native.sh).
+"""
 
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all
+            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                  file=sys.stderr)  # fmt: skip
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                  file=sys.stderr)  # fmt: skip
+
+
+extra = os.environ.get("TOKSVC_NATIVE_CFLAGS", "").split()
 setup(
     packages=[*find_packages(include=["service", "service.*"]), "service.bundled_store"],
     package_dir={"service.bundled_store": "tokenizers_store"},
     package_data={
         "service.bundled_store": ["manifest.json", "*/*.json"],
         "service.api": ["assets/*/*"],  # web assets: the vendored Swagger UI, the playground
+        "service.bpe": ["_native.pyi"],
     },
+    ext_modules=[
+        Extension(
+            "service.bpe._native",
+            sources=["service/bpe/csrc/_native.c"],
+            depends=[
+                "service/bpe/csrc/merge.h",
+                "service/bpe/csrc/pretok.h",
+                "service/bpe/csrc/unicode_tables.h",
+            ],
+            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", *extra],
+            extra_link_args=[f for f in extra if f.startswith("-fsanitize")],
+        )
+    ],
+    cmdclass={"build_ext": OptionalBuildExt},
 )

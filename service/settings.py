@@ -66,7 +66,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
-    engine: str = "auto"  # auto: tiktoken's core where exact, else the reference; python: reference
+    engine: str = "auto"  # auto: the native engine (C) if built, else the reference; python: ref.
     piece_cache_size: int = 65536  # encoded pieces kept per tokenizer by the Python engine (LRU)
     text_cache_bytes: int = 64 * 1024 * 1024  # whole texts -> ids, shared by all tokenizers
     # request limits, enforced before any work is done

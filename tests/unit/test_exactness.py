@@ -9,7 +9,8 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe import PythonEngine
-from service.store.engines import TiktokenEngine, engine_factory
+from service.bpe.native import NativeEngine
+from service.store.engines import engine_factory
 from service.store.fileformat import TokenizerFile
 from service.store.importers import from_gpt2
 from service.store.manifest import add_to_store
@@ -102,35 +103,24 @@ def test_fast_engine_equals_reference_on_trained_tokenizers(
 
 def test_engine_choice(registry: Registry, reference: Registry, tmp_path: Path) -> None:
     for t in registry:
-        assert isinstance(t.tokenizer.engine, TiktokenEngine), t.ref  # all shipped ones qualify
+        assert isinstance(t.tokenizer.engine, NativeEngine), t.ref  # every shipped one, both rules
     for t in reference:
         assert isinstance(t.tokenizer.engine, PythonEngine)
+    # not self-consistent: the pairs rule itself (not lowest-rank bytes) runs natively
     odd = TokenizerFile(name="odd", version="1", rule="pairs", pattern=r"\w+|\W+",
                         merges=[(98, 99, 256), (97, 98, 257), (257, 99, 258)])  # fmt: skip
     add_to_store(tmp_path, odd)
     loaded = load_store(tmp_path, engine_factory("auto")).resolve("odd")
-    assert not loaded.self_consistent and isinstance(loaded.tokenizer.engine, PythonEngine)
+    assert not loaded.self_consistent and isinstance(loaded.tokenizer.engine, NativeEngine)
     assert loaded.tokenizer.encode("abc") == [97, 256]
 
 
-def test_a_pattern_the_fast_engine_cannot_read_stays_on_the_reference(tmp_path: Path) -> None:
-    # `regex` knows \X (one grapheme per piece); fancy-regex refuses it
+def test_a_custom_pattern_splits_in_python_and_merges_natively(tmp_path: Path) -> None:
+    # `regex` knows \X (one grapheme per piece); no C scanner does: the regex module splits
     tf = TokenizerFile(name="custom", version="1", rule="pairs", pattern=r"\X|\w+",
                        merges=[(97, 98, 256)])  # fmt: skip
     add_to_store(tmp_path, tf)
     loaded = load_store(tmp_path, engine_factory("auto")).resolve("custom")
-    assert isinstance(loaded.tokenizer.engine, PythonEngine)
+    assert isinstance(loaded.tokenizer.engine, NativeEngine)
     assert loaded.tokenizer.encode("ab e\u0301") == [97, 98, 32, 101, 204, 129]
-
-
-def test_the_probe_catches_an_engine_that_splits_differently(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    tf = TokenizerFile(name="custom", version="1", rule="pairs", pattern=r"\w+|\s+|[^\w\s]+",
-                       merges=[(97, 98, 256)])  # fmt: skip
-    add_to_store(tmp_path, tf)
-    assert isinstance(load_store(tmp_path).resolve("custom").tokenizer.engine, TiktokenEngine)
-    # an engine that reads the pattern differently (here: never splits at all) is caught
-    monkeypatch.setattr(TiktokenEngine, "encode_ordinary", lambda self, text: [len(text)])
-    loaded = load_store(tmp_path).resolve("custom")
-    assert isinstance(loaded.tokenizer.engine, PythonEngine)
+    assert loaded.tokenizer.count("ab e\u0301") == 6

@@ -1,0 +1,88 @@
+"""Bounded fuzz of the native engine (run by loadtests/fuzz_native.sh under ASan + UBSan).
+
+`--so PATH` loads that build of the extension in place of the installed one. For --seconds, hypothesis
+throws arbitrary text (any code point but surrogates, long runs, boundaries) at every entry point of
+every shipped tokenizer's engine; the checks are cheap invariants (ids decode to the text's bytes,
+count == len(encode), batch == single), the sanitizers catch memory and undefined-behaviour errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def load_extension(path: str) -> None:
+    spec = importlib.util.spec_from_file_location("service.bpe._native", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["service.bpe._native"] = module
+    spec.loader.exec_module(module)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
+    ap.add_argument("--seconds", type=float, default=90)
+    args = ap.parse_args()
+    if args.so:
+        load_extension(args.so)
+
+    from service.bpe import native
+    from service.bpe.native import NativeEngine
+    from service.settings import BUNDLED_STORE
+    from service.store.engines import engine_factory
+    from service.store.registry import load_store
+
+    assert native.AVAILABLE
+    registry = load_store(BUNDLED_STORE, engine_factory("auto"))
+    assert not registry.failures, registry.failures
+    engines = []
+    for t in registry:
+        assert isinstance(t.tokenizer.engine, NativeEngine)
+        vocab = t.tokenizer.vocab
+        engines.append((t.ref, t.tokenizer.engine, vocab.tokens))
+        engines.append((t.ref + " (no pattern)", NativeEngine(vocab, None), vocab.tokens))
+        engines.append(
+            (t.ref + " (custom)", NativeEngine(vocab, r"\w+|\s+|[^\w\s]+"), vocab.tokens)
+        )
+
+    any_char = st.characters(exclude_categories=("Cs",))
+    boundary = st.sampled_from([" ", "\n", "\r", "\t", "'", "s", "S", "\u017f", "1", "A", "a",
+                                "\u0301", "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ", "\x00",
+                                "\U0010ffff", "\U000e0001"])  # fmt: skip
+    runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 5000)).map(lambda t: t[0] * t[1])
+    texts = st.lists(
+        st.one_of(
+            st.text(any_char, max_size=64), st.lists(boundary, max_size=32).map("".join), runs
+        ),
+        max_size=8,
+    ).map("".join)
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(text=texts, which=st.integers(0, len(engines) - 1), raw=st.binary(max_size=300))
+    def check(text: str, which: int, raw: bytes) -> None:
+        name, engine, tokens = engines[which]
+        ids = engine.encode_ordinary(text)
+        assert b"".join(tokens[i] or b"" for i in ids) == text.encode(), name
+        assert engine.count_ordinary(text) == len(ids), name
+        assert engine.encode_batch([text, text[: len(text) // 2]])[0] == ids, name
+        assert engine.count_batch([text]) == [len(ids)], name
+        merged = engine._engine.merge_bytes(raw)
+        assert b"".join(tokens[i] or b"" for i in merged) == raw, name
+
+    deadline, rounds = time.monotonic() + args.seconds, 0
+    while time.monotonic() < deadline:
+        check()
+        rounds += 1
+    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines, no failure")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+/* Hand-written pre-tokenizers for the shipped patterns (service/store/presets.py).
+
+Each `scan_*` returns the end of the piece that starts at byte `p` of valid UTF-8 text `s[0:n]`,
+exactly as tiktoken's regex engine (leftmost-first alternation, greedy with backtracking,
+possessive where the pattern says so) would match it there. Every character is one of: letter
+(\p{L}), number (\p{N}), whitespace (\s), or "other" (none of the three), so every position
+starts a piece and the scanners never return p. The comments name the alternative they follow. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unicode_tables.h"
+
+static inline uint32_t utf8_at(const uint8_t *s, size_t i, size_t *len) {
+    uint8_t b = s[i];
+    if (b < 0x80) { *len = 1; return b; }
+    if (b < 0xE0) { *len = 2; return ((uint32_t)(b & 0x1F) << 6) | (s[i + 1] & 0x3F); }
+    if (b < 0xF0) {
+        *len = 3;
+        return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+    }
+    *len = 4;
+    return ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12) |
+           ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+}
+
+/* class flags of the character at i (0 past the end) */
+static inline unsigned flags_at(const uint8_t *s, size_t n, size_t i) {
+    size_t l;
+    if (i >= n) return 0;
+    if (s[i] < 0x80) return uc_stage2[0][s[i]];
+    return uc_flags(utf8_at(s, i, &l));
+}
+
+#define UC_LNS (UC_L | UC_N | UC_S)
+static inline int is_other(unsigned f) { return (f & UC_LNS) == 0; }
+
+/* end of the run of characters with any of `mask` from i */
+static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask) {
+    size_t l;
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (!(f & mask)) break;
+        i += l;
+    }
+    return i;
+}
+
+static inline size_t run_other(const uint8_t *s, size_t n, size_t i) {
+    size_t l;
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (f & UC_LNS) break;
+        i += l;
+    }
+    return i;
+}
+
+/* the whitespace run from p: its end, the start of its last character, the start of its last
+   \r or \n (SIZE_MAX if none) */
+static inline size_t run_space(const uint8_t *s, size_t n, size_t p, size_t *last, size_t *last_nl) {
+    size_t i = p, l;
+    *last = p;
+    *last_nl = SIZE_MAX;
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (!(f & UC_S)) break;
+        if (s[i] == '\r' || s[i] == '\n') *last_nl = i;
+        *last = i;
+        i += l;
+    }
+    return i;
+}
+
+/* (?i:x) at i: end of the matched character, or 0 */
+static inline size_t caseless_at(const uint8_t *s, size_t n, size_t i, char x) {
+    size_t l;
+    if (i >= n) return 0;
+    return uc_caseless(utf8_at(s, i, &l), x) ? i + l : 0;
+}
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d) after the apostrophe at p (cl100k's [sdmt]|ll|ve|re is the same
+   set): end of the suffix, or 0 */
+static inline size_t suffix_caseless(const uint8_t *s, size_t n, size_t p) {
+    size_t a = p + 1, e;
+    if (p >= n || s[p] != '\'') return 0;
+    if ((e = caseless_at(s, n, a, 's')) || (e = caseless_at(s, n, a, 'd')) ||
+        (e = caseless_at(s, n, a, 'm')) || (e = caseless_at(s, n, a, 't')))
+        return e;
+    if ((e = caseless_at(s, n, a, 'l')) && (e = caseless_at(s, n, e, 'l'))) return e;
+    if ((e = caseless_at(s, n, a, 'v')) && (e = caseless_at(s, n, e, 'e'))) return e;
+    if ((e = caseless_at(s, n, a, 'r')) && (e = caseless_at(s, n, e, 'e'))) return e;
+    return 0;
+}
+
+/* GPT-2, r50k, p50k:
+   '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s */
+static size_t scan_gpt2(const uint8_t *s, size_t n, size_t p) {
+    size_t l, last, last_nl, e;
+    uint32_t c = utf8_at(s, p, &l);
+    if (c == '\'' && p + 1 < n) {
+        uint8_t a = s[p + 1];
+        if (a == 's' || a == 'd' || a == 'm' || a == 't') return p + 2;
+        if (p + 2 < n) {
+            uint8_t b = s[p + 2];
+            if ((a == 'l' && b == 'l') || (a == 'v' && b == 'e') || (a == 'r' && b == 'e'))
+                return p + 3;
+        }
+    }
+    size_t q = (c == ' ' && p + 1 < n) ? p + 1 : p;
+    unsigned f = flags_at(s, n, q);
+    if (f & UC_L) return run_any(s, n, q, UC_L);
+    if (f & UC_N) return run_any(s, n, q, UC_N);
+    if (is_other(f)) return run_other(s, n, q);
+    /* whitespace at p (a space before whitespace is whitespace too) */
+    e = run_space(s, n, p, &last, &last_nl);
+    if (e == n) return e;        /* \s++$ */
+    if (last > p) return last;   /* \s+(?!\S) */
+    return p + l;                /* \s */
+}
+
+/* cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
+   | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s */
+static size_t scan_cl100k(const uint8_t *s, size_t n, size_t p) {
+    size_t l, last, last_nl, e;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    if (c == '\'' && (e = suffix_caseless(s, n, p))) return e;
+    if (f & UC_L) return run_any(s, n, p, UC_L);
+    if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & UC_L))
+        return run_any(s, n, p + l, UC_L);
+    if (f & UC_N) {
+        e = p + l;
+        for (int k = 1; k < 3 && (flags_at(s, n, e) & UC_N); k++) {
+            utf8_at(s, e, &l);
+            e += l;
+        }
+        return e;
+    }
+    size_t q = (c == ' ' && is_other(flags_at(s, n, p + 1)) && p + 1 < n) ? p + 1 : p;
+    if (is_other(flags_at(s, n, q)) && q < n) {
+        e = run_other(s, n, q);
+        while (e < n && (s[e] == '\r' || s[e] == '\n')) e++;
+        return e;
+    }
+    e = run_space(s, n, p, &last, &last_nl);
+    if (e == n) return e;                      /* \s++$ */
+    if (last_nl != SIZE_MAX) return last_nl + 1; /* \s*[\r\n] */
+    if (last > p) return last;                 /* \s+(?!\S) */
+    return p + l;                              /* \s */
+}
+
+/* o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ from q: end, or 0 */
+static size_t o200k_lower_tail(const uint8_t *s, size_t n, size_t q) {
+    size_t i = q, l, last_lo_end = 0;
+    while (i < n) {
+        unsigned f = flags_at(s, n, i);
+        if (!(f & UC_UP)) break;
+        utf8_at(s, i, &l);
+        i += l;
+        if (f & UC_LO) last_lo_end = i;
+    }
+    if (flags_at(s, n, i) & UC_LO) return run_any(s, n, i, UC_LO);
+    return last_lo_end; /* backtracking: the lower-class run is the last such character */
+}
+
+/* o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* from q: end, or 0 */
+static size_t o200k_upper_head(const uint8_t *s, size_t n, size_t q) {
+    if (!(flags_at(s, n, q) & UC_UP)) return 0;
+    return run_any(s, n, run_any(s, n, q, UC_UP), UC_LO);
+}
+
+/* the whitespace alternatives shared by o200k and qwen2: \s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t space_o200k(const uint8_t *s, size_t n, size_t p) {
+    size_t last, last_nl, e = run_space(s, n, p, &last, &last_nl);
+    if (last_nl != SIZE_MAX) return last_nl + 1;
+    if (e == n || last == p) return e;
+    return last;
+}
+
+/* o200k: [^\r\n\p{L}\p{N}]?UPPER*LOWER+SUFFIX?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*SUFFIX?|\p{N}{1,3}
+   | ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t scan_o200k(const uint8_t *s, size_t n, size_t p) {
+    size_t l, e, x;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    int prefix = c != '\r' && c != '\n' && !(f & (UC_L | UC_N));
+    if ((prefix && (e = o200k_lower_tail(s, n, p + l))) || (e = o200k_lower_tail(s, n, p)) ||
+        (prefix && (e = o200k_upper_head(s, n, p + l))) || (e = o200k_upper_head(s, n, p)))
+        return (x = suffix_caseless(s, n, e)) ? x : e;
+    if (f & UC_N) {
+        e = p + l;
+        for (int k = 1; k < 3 && (flags_at(s, n, e) & UC_N); k++) {
+            utf8_at(s, e, &l);
+            e += l;
+        }
+        return e;
+    }
+    size_t q = (c == ' ' && p + 1 < n && is_other(flags_at(s, n, p + 1))) ? p + 1 : p;
+    if (is_other(flags_at(s, n, q))) {
+        e = run_other(s, n, q);
+        while (e < n && (s[e] == '\r' || s[e] == '\n' || s[e] == '/')) e++;
+        return e;
+    }
+    return space_o200k(s, n, p);
+}
+
+/* qwen2: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*
+   |\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t scan_qwen2(const uint8_t *s, size_t n, size_t p) {
+    size_t l, e;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    if (c == '\'' && (e = suffix_caseless(s, n, p))) return e;
+    if (f & UC_L) return run_any(s, n, p, UC_L);
+    if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & UC_L))
+        return run_any(s, n, p + l, UC_L);
+    if (f & UC_N) return p + l;
+    size_t q = (c == ' ' && p + 1 < n && is_other(flags_at(s, n, p + 1))) ? p + 1 : p;
+    if (is_other(flags_at(s, n, q))) {
+        e = run_other(s, n, q);
+        while (e < n && (s[e] == '\r' || s[e] == '\n')) e++;
+        return e;
+    }
+    return space_o200k(s, n, p);
+}
+
+enum { SCAN_NONE = 0, SCAN_GPT2 = 1, SCAN_CL100K = 2, SCAN_O200K = 3, SCAN_QWEN2 = 4 };
+typedef size_t (*scan_fn)(const uint8_t *, size_t, size_t);

@@ -1,0 +1,90 @@
+"""The native engine: the C extension `service.bpe._native` behind the `Engine` protocol.
+
+The shipped patterns (GPT-2/r50k/p50k, cl100k, o200k, Qwen2) are split by hand-written C scanners
+whose Unicode classes were probed from tiktoken (see service/bpe/csrc/gen_unicode_tables.py); any other
+pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules run in
+C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
+service then runs on the Python engine and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import regex
+
+if TYPE_CHECKING:
+    from service.bpe.vocab import Vocabulary
+
+try:
+    from service.bpe import _native
+except ImportError:  # built without a C compiler
+    _native = None  # type: ignore[assignment]
+
+AVAILABLE = _native is not None
+UNICODE_VERSION = _native.UNICODE_VERSION if _native is not None else None
+
+
+# the C scanners, by the name of the shipped pattern they split exactly (service/store/presets.py)
+SCANNERS: dict[str, int] = (
+    {
+        "gpt2": _native.SCAN_GPT2,
+        "cl100k": _native.SCAN_CL100K,
+        "o200k": _native.SCAN_O200K,
+        "qwen2": _native.SCAN_QWEN2,
+    }
+    if _native is not None
+    else {}
+)
+
+
+class NativeEngine:
+    """Pre-tokenization and merging in C; the GIL is released while a long text is encoded."""
+
+    def __init__(self, vocab: Vocabulary, pattern: str | None, scanner: str | None = None) -> None:
+        """`scanner` names the shipped pattern `pattern` is (a key of SCANNERS), or is None for a
+        custom pattern, split here with the `regex` module; no `pattern`: the text is one piece."""
+        if _native is None:
+            raise RuntimeError("the native engine is not built")
+        code = SCANNERS[scanner] if scanner is not None else _native.SCAN_NONE
+        self._split = regex.compile(pattern).findall if scanner is None and pattern else None
+        self._engine = _native.Engine(
+            vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, code
+        )
+        self.nbytes = self._engine.nbytes
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if self._split is not None:
+            return self._engine.encode_pieces(self._split(text))
+        return self._engine.encode(text)
+
+    def count_ordinary(self, text: str) -> int:
+        if self._split is not None:
+            return self._engine.count_pieces(self._split(text))
+        return self._engine.count(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        if self._split is not None:
+            return [self.encode_ordinary(t) for t in texts]
+        return self._engine.encode_batch(texts)
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        if self._split is not None:
+            return [self.count_ordinary(t) for t in texts]
+        return self._engine.count_batch(texts)
+
+
+def pairs_merger(vocab: Vocabulary) -> Callable[[bytes], list[int]] | None:
+    """The `pairs` rule of `vocab` in C, on one piece of bytes (None without the extension)."""
+    if _native is None:
+        return None
+    engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
+    return engine.merge_bytes
+
+
+def split(scanner: str, text: str) -> list[str]:
+    """The pieces the C scanner of a shipped pattern (a key of SCANNERS) cuts `text` into."""
+    if _native is None:
+        raise RuntimeError("the native engine is not built")
+    return _native.split(SCANNERS[scanner], text)

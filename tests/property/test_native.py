@@ -1,0 +1,56 @@
+"""Differential, native engine: tiktoken's ids on arbitrary text (any code point but surrogates,
+assigned or not: the scanners' classes come from tiktoken's own engine), and the reference's ids
+on both rules; long runs of one character (the heap path) and every boundary kind mixed in."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from service.store.registry import Registry
+from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
+from tests.property.test_roundtrip import SHIPPED, pieces
+
+any_char = st.characters(exclude_categories=("Cs",))
+boundary = st.sampled_from([" ", "\n", "\r\n", "\t", "'", "'s", "'LL", "1", "A", "a", "\u0301",
+                            "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ"])  # fmt: skip
+runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 600)).map(lambda t: t[0] * t[1])
+texts = st.lists(
+    st.one_of(
+        st.text(any_char, max_size=16), st.lists(boundary, max_size=16).map("".join), runs, pieces
+    ),
+    max_size=10,
+).map("".join)
+unicode14 = st.characters(exclude_categories=("Cs", "Cn"))
+assigned = st.lists(
+    st.one_of(
+        st.text(unicode14, max_size=16),
+        st.lists(boundary, max_size=16).map("".join),
+        pieces,
+        st.tuples(st.one_of(boundary, unicode14), st.integers(1, 300)).map(lambda t: t[0] * t[1]),
+    ),
+    max_size=8,
+).map("".join)
+SLOW_FIXTURES = settings(max_examples=150, deadline=None,
+                         suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
+@SLOW_FIXTURES
+@given(text=texts)
+def test_native_gives_tiktokens_ids_on_any_text(registry: Registry, name: str, text: str) -> None:
+    engine = registry.resolve(name).tokenizer.engine
+    assert engine.encode_ordinary(text) == tiktoken_oracle(registry, name).encode_ordinary(text)
+    assert engine.count_ordinary(text) == len(engine.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("ref", SHIPPED)
+@SLOW_FIXTURES
+@given(text=assigned)
+def test_native_equals_the_reference_with_long_runs(
+    registry: Registry, reference: Registry, ref: str, text: str
+) -> None:
+    """Characters assigned by Unicode 14, where the reference's `regex` and tiktoken agree."""
+    fast, slow = registry.resolve(ref).tokenizer.engine, reference.resolve(ref).tokenizer.engine
+    assert fast.encode_ordinary(text) == slow.encode_ordinary(text)

@@ -1,0 +1,128 @@
+"""The native engine as a component: built, exact on long pieces under both rules, batch and count
+consistent with encode, the GIL released during a long text, bad input refused cleanly."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from service.bpe import PythonEngine, native
+from service.bpe.native import NativeEngine
+from service.store.engines import native_missing_warning
+from service.store.registry import Registry
+from tests.conftest import corpus_files
+
+RANKS = ["gpt2", "cl100k_base", "o200k_base"]
+PAIRS = ["bard@1", "qwen3"]
+
+
+def test_the_extension_is_built() -> None:
+    assert native.AVAILABLE, "service.bpe._native did not build: pip install -e . with a C compiler"
+    assert native_missing_warning() is None
+    assert native.UNICODE_VERSION and native.UNICODE_VERSION[0].isdigit()
+
+
+def long_pieces() -> list[str]:
+    rng = random.Random(7)
+    return [
+        "^" * 3000,
+        "a" * 2999,
+        "ab" * 1500 + "a",
+        "1234567890" * 300,
+        base64.b64encode(rng.randbytes(3000)).decode(),
+        "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(1500)),
+        "\u0301" * 400 + "x",
+    ]
+
+
+@pytest.mark.parametrize("ref", RANKS + PAIRS)
+def test_long_pieces_merge_as_the_reference(registry: Registry, ref: str) -> None:
+    """No pattern: each text is one piece, long enough for the heap path of both rules."""
+    vocab = registry.resolve(ref).tokenizer.vocab
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    for text in long_pieces():
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+        assert fast.count_ordinary(text) == len(slow.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("ref", RANKS + PAIRS + ["qwen2", "bard@2", "p50k_base"])
+def test_batch_and_count_agree_with_encode(registry: Registry, ref: str) -> None:
+    engine = registry.resolve(ref).tokenizer.engine
+    assert isinstance(engine, NativeEngine)
+    texts = [p.read_text("utf-8")[:20000] for p in corpus_files()] + ["", " ", *long_pieces()]
+    encoded = [engine.encode_ordinary(t) for t in texts]
+    assert engine.encode_batch(texts) == encoded
+    assert engine.count_batch(texts) == [len(ids) for ids in encoded]
+    assert [engine.count_ordinary(t) for t in texts] == [len(ids) for ids in encoded]
+
+
+def test_a_second_thread_runs_during_a_long_encode(registry: Registry) -> None:
+    engine = registry.resolve("cl100k_base").tokenizer.engine
+    text = "".join(p.read_text("utf-8") for p in corpus_files()) * 2
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    engine.encode_ordinary(text)
+    end = time.perf_counter()
+    stop.set()
+    worker.join()
+    margin = (end - start) / 5
+    during = [t for t in ticks if start + margin < t < end - margin]
+    assert len(during) > 100, (end - start, len(during))  # held GIL: none at all
+
+
+def test_bad_input_is_refused_cleanly(registry: Registry, reference: Registry) -> None:
+    engine = registry.resolve("gpt2").tokenizer.engine
+    assert isinstance(engine, NativeEngine)
+    with pytest.raises(UnicodeEncodeError):
+        engine.encode_ordinary("a\ud800b")
+    with pytest.raises(TypeError):
+        engine.encode_ordinary(b"abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        engine.encode_batch(["a", 3])  # type: ignore[list-item]
+    ref = reference.resolve("gpt2").tokenizer.engine
+    assert engine.encode_ordinary("still serving") == ref.encode_ordinary("still serving")
+
+
+def test_without_the_extension_the_python_engine_serves_and_says_so() -> None:
+    """A process where the extension cannot be imported (as after an install without a compiler)."""
+    code = """
+import importlib.abc, logging, sys
+class NoNative(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "service.bpe._native":
+            raise ImportError("no extension")
+sys.meta_path.insert(0, NoNative())
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+from service.bpe import PythonEngine, native
+from service.settings import BUNDLED_STORE
+from service.store.engines import engine_factory
+from service.store.registry import load_store
+assert not native.AVAILABLE
+reg = load_store(BUNDLED_STORE, engine_factory("auto"), only="gpt2")
+tok = reg.resolve("gpt2").tokenizer
+assert isinstance(tok.engine, PythonEngine), type(tok.engine)
+print(tok.encode("still serving"))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ERROR the native engine is NOT built" in done.stderr
+    ids = json.loads(done.stdout)
+    assert ids and all(isinstance(i, int) for i in ids)

@@ -1,0 +1,63 @@
+"""The native pre-tokenizers split exactly as tiktoken's regex engine does, for every code point
+(U+0000..U+10FFFF, surrogates excluded) in several contexts: after a space and before an apostrophe
+suffix, after a letter and before a digit, inside digits, after an apostrophe and before a line end
+(and, through the next segment, after one). Compared on the ids of the real vocabulary (tiktoken
+does not expose its splits): many code points per call, and where a block differs, each code point
+of it alone, to name the first one that differs."""
+
+from __future__ import annotations
+
+import pytest
+import regex
+
+from service.bpe.native import NativeEngine, split
+from service.store.presets import PATTERNS
+from service.store.registry import Registry
+from tests.conftest import corpus_files, tiktoken_oracle
+
+SCANNED = {"gpt2": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k", "qwen2": "qwen2"}
+BLOCK = 0x10000
+
+
+def segment(cp: int) -> str:
+    c = chr(cp)
+    return f" {c}'s a{c}1{c}2'{c}\n"
+
+
+def code_points(lo: int, hi: int) -> list[int]:
+    return [cp for cp in range(lo, hi) if not 0xD800 <= cp <= 0xDFFF]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCANNED))
+def test_every_code_point_splits_as_tiktoken(registry: Registry, name: str) -> None:
+    engine = registry.resolve(name).tokenizer.engine
+    assert isinstance(engine, NativeEngine)
+    oracle = tiktoken_oracle(registry, name)
+    for lo in range(0, 0x110000, BLOCK):
+        cps = code_points(lo, lo + BLOCK)
+        text = "".join(map(segment, cps))
+        if engine.encode_ordinary(text) != oracle.encode_ordinary(text):
+            bad = next(
+                cp
+                for cp in cps
+                if engine.encode_ordinary(segment(cp)) != oracle.encode_ordinary(segment(cp))
+            )
+            pytest.fail(f"{name}: U+{bad:04X} in {segment(bad)!r} splits unlike tiktoken")
+
+
+@pytest.mark.parametrize("scanner", sorted(PATTERNS))
+def test_scanners_split_the_corpora_as_the_regex_module(scanner: str) -> None:
+    pattern = regex.compile(PATTERNS[scanner])
+    for path in corpus_files():
+        text = path.read_text("utf-8")
+        assert split(scanner, text) == pattern.findall(text), path.name
+
+
+@pytest.mark.parametrize("scanner", sorted(PATTERNS))
+def test_whitespace_and_suffix_corners(scanner: str) -> None:
+    pattern = regex.compile(PATTERNS[scanner])
+    for text in ["", " ", "  ", "a  ", "a \n", " \n \n ", "\r\n\r\n x", "  \t\u3000b", "'s", "'S",
+                 "'\u017f", "x'LL'Ve'rE", "ABCd'm", "\u0301Ab", " \u0301AB", "1234567", "a//\n/",
+                 "??\r\n\n!", "\u00a0\u2028x", "ǅǅa", "ᾈb", "ʰʰ", "٣٤٥٦", " 😀 😀\n"]:  # fmt: skip
+        assert split(scanner, text) == pattern.findall(text), repr(text)
