@@ -2,8 +2,8 @@
 
 The shipped patterns (GPT-2/r50k/p50k, cl100k, o200k, Qwen2) are split by hand-written C scanners
 whose Unicode classes were probed from tiktoken (see service/bpe/csrc/gen_unicode_tables.py); any
-other pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules run in
-C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
+other pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules
+run in C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
 service then runs on the Python engine and says so.
 """
 
