@@ -12,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 
 import service
-from service.api import metrics, problems, reload
+from service.api import metrics, models, problems, reload, textops
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
 from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
@@ -43,6 +43,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     return Litestar(
         route_handlers=[
             *ROUTES,
+            *models.ROUTES,
+            *textops.ROUTES,
             decode_stream,
             decode_ws,
             reload.admin_reload,

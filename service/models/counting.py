@@ -91,7 +91,9 @@ def count_chat(
             previous = i + 1
     preamble = (counts[0] or 0) - tools_tokens if first == 0 else 0
     overhead = {"preamble": preamble, "generation_prompt": total - (counts[-1] or 0)}
-    sha = hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
+    sha = (
+        hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
+    )
     method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
@@ -137,11 +139,9 @@ def _estimate(
     add_generation_prompt: bool,
 ) -> ChatCount:
     def count(text: str) -> int:
-        return tok.tokenizer.count(text, disallowed_special=())
+        return tok.tokenizer.count(text, disallowed_special=frozenset())
 
-    per = [
-        MessageCount(m["role"], estimate_rule.message_tokens(rule, m, count)) for m in messages
-    ]
+    per = [MessageCount(m["role"], estimate_rule.message_tokens(rule, m, count)) for m in messages]
     tools_tokens = estimate_rule.tools_tokens(rule, tools or [], count)
     priming = rule.reply_priming if add_generation_prompt else 0
     total = sum(m.tokens for m in per) + tools_tokens + priming

@@ -45,7 +45,7 @@ def _strftime_now(fmt: str) -> str:
 class _Namespace(jinja2.utils.Namespace):
     """transformers' namespace: no underscore-prefixed attributes."""
 
-    def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N805 (Jinja's signature trick)
+    def __init__(*args: Any, **kwargs: Any) -> None:
         self, rest = args[0], args[1:]
         attrs = dict(*rest, **kwargs)
         for name in attrs:
