@@ -78,7 +78,11 @@ def estimate_request(
     model = registry.resolve_model(model_ref)
     tok = registry.resolve(model.tokenizer_ref)
     if text is not None:
-        n_input, exact, method = tok.tokenizer.count(text, disallowed_special=frozenset()), True, "text"
+        n_input, exact, method = (
+            tok.tokenizer.count(text, disallowed_special=frozenset()),
+            True,
+            "text",
+        )
     else:
         counted = count_conversation(
             registry,
