@@ -58,8 +58,9 @@ def conversation(
             for _ in range(rng.randint(1, 2)):
                 call_id += 1
                 args = {"city": rng.choice(WORDS), "days": rng.randint(1, 9)}
-                calls.append({"id": f"call_{call_id}", "type": "function", "function": {
-                    "name": "get_weather", "arguments": json.dumps(args, ensure_ascii=False)}})  # fmt: skip
+                arguments = json.dumps(args, ensure_ascii=False)
+                function = {"name": "get_weather", "arguments": arguments}
+                calls.append({"id": f"call_{call_id}", "type": "function", "function": function})
             messages.append({"role": "assistant", "content": "", "tool_calls": calls})
             for call in calls:
                 messages.append({"role": "tool", "tool_call_id": call["id"],

@@ -28,7 +28,7 @@ HF_FILES = {
 
 def hf_tokenizer(model: str) -> Any:
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # noqa: PLC0415 (after HF_HUB_OFFLINE)
 
     tokenizer_json, config_json = HF_FILES[model]
     tok = PreTrainedTokenizerFast(tokenizer_file=str(vocab_file(tokenizer_json)))
@@ -56,8 +56,14 @@ def test_jinja_ids_match_transformers(registry: Registry, model: str) -> None:
         kwargs = {"enable_thinking": rng.random() < 0.5} if model == "qwen3" else {}
         ours = count_conversation(registry, model, messages, tools, add_generation_prompt=agp,
                                   template_kwargs=kwargs).count  # fmt: skip
-        theirs = hf.apply_chat_template(hf_messages(messages), tools=tools, tokenize=True,
-                                        add_generation_prompt=agp, return_dict=False, **kwargs)  # fmt: skip
+        theirs = hf.apply_chat_template(
+            hf_messages(messages),
+            tools=tools,
+            tokenize=True,
+            add_generation_prompt=agp,
+            return_dict=False,
+            **kwargs,
+        )
         if ours.ids != list(theirs):
             mismatches.append(n)
         parts = ours.tools_tokens + sum(m.tokens for m in ours.messages)
@@ -81,7 +87,7 @@ def harmony() -> Any:
     folder = Path(tempfile.mkdtemp(prefix="toksvc-harmony-"))
     (folder / "o200k_base.tiktoken").write_bytes(vocab_bytes("o200k_base.tiktoken"))
     os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(folder)
-    import openai_harmony as h
+    import openai_harmony as h  # noqa: PLC0415 (after TIKTOKEN_ENCODINGS_BASE)
 
     return h, h.load_harmony_encoding(h.HarmonyEncodingName.HARMONY_GPT_OSS)
 
