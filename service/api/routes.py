@@ -248,6 +248,9 @@ async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
     check_items(state.settings, len(batch), n_ids)
+    if data.skip_special_tokens:
+        special = set(t.tokenizer.special_tokens.values())
+        batch = [[i for i in ids if i not in special] for ids in batch]
     results = await run_work(n_ids * 4, partial(_decode_all, t.tokenizer, batch, data))
     metrics.record(t.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:

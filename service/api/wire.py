@@ -67,6 +67,7 @@ class DecodeRequest(_Request, frozen=True):
     batch: list[Ids] | None = None
     errors: ErrorsMode = "strict"
     output: Literal["text", "base64"] = "text"
+    skip_special_tokens: bool = False  # drop the ids of special tokens before decoding
 
 
 class DecodeResult(_Response, frozen=True):

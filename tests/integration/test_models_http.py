@@ -164,3 +164,13 @@ def test_store_path_is_not_shared(tmp_path: Path) -> None:
     """The model files of a store are plain JSON a reader can audit."""
     store = make_store(tmp_path, [model("raising", RAISING)])
     assert json.loads((store / "models" / "raising@1.json").read_text())["name"] == "raising"
+
+
+def test_decode_can_skip_special_tokens(server: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "Hi"}], "return_ids": True}
+    ids = httpx.post(f"{server.base}/v1/models/qwen2.5/count", json=body).json()["ids"]
+    url = f"{server.base}/v1/tokenizers/qwen2.5/decode"
+    full = httpx.post(url, json={"ids": ids}).json()["text"]
+    bare = httpx.post(url, json={"ids": ids, "skip_special_tokens": True}).json()["text"]
+    assert "<|im_start|>" in full and "<|im_start|>" not in bare
+    assert bare == full.replace("<|im_start|>", "").replace("<|im_end|>", "")

@@ -10,6 +10,7 @@ import pytest
 from service.errors import ModelNotFoundError
 from service.settings import BUNDLED_STORE
 from service.store.manifest import read_manifest
+from service.store.modelfile import json_schemas
 from service.store.registry import load_store
 from tests.modelstores import make_store, model
 
@@ -71,3 +72,10 @@ def test_bundled_manifest_lists_models_and_prices() -> None:
     names = {e.name for e in manifest.models}
     assert {"qwen2.5", "qwen3", "gpt-oss", "gpt-4", "gpt-4o", "gpt-4o-mini", "gpt-4.1"} <= names
     assert [e.name for e in manifest.prices] == ["openai"]
+
+
+def test_the_committed_schemas_are_generated_from_the_definitions() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    schemas = json_schemas()
+    assert json.loads((docs / "model-file.schema.json").read_text()) == schemas["model"]
+    assert json.loads((docs / "price-file.schema.json").read_text()) == schemas["prices"]
