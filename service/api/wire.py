@@ -28,7 +28,7 @@ class TokenizerRef(_Response, frozen=True):
     sha256: str
 
 
-class EncodeRequest(_Request, frozen=True):
+class TextsRequest(_Request, frozen=True):
     """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
 
     text: str | None = None
@@ -37,13 +37,27 @@ class EncodeRequest(_Request, frozen=True):
     disallowed_special: SpecialList = "all"
 
 
-class CountRequest(EncodeRequest, frozen=True):
+class EncodeRequest(TextsRequest, frozen=True):
+    """`pieces`: each token's text (`{"base64"}` where not valid UTF-8 alone); `offsets`: each
+    token's [start, end) in code points or UTF-16 units."""
+
+    pieces: bool = False
+    offsets: Literal["none", "codepoints", "utf16"] = "none"
+
+
+class CountRequest(TextsRequest, frozen=True):
     pass
+
+
+class PieceBytes(_Response, frozen=True):
+    base64: str
 
 
 class EncodeResult(_Response, frozen=True):
     ids: Ids
     count: int
+    pieces: list[str | PieceBytes] | None = None
+    offsets: list[tuple[int, int]] | None = None
 
 
 class EncodeResponse(_Response, frozen=True):
@@ -51,6 +65,8 @@ class EncodeResponse(_Response, frozen=True):
     ids: Ids | None = None
     count: int | None = None
     results: list[EncodeResult] | None = None
+    pieces: list[str | PieceBytes] | None = None
+    offsets: list[tuple[int, int]] | None = None
 
 
 class CountResponse(_Response, frozen=True):

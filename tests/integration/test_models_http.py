@@ -174,3 +174,17 @@ def test_decode_can_skip_special_tokens(server: Server) -> None:
     bare = httpx.post(url, json={"ids": ids, "skip_special_tokens": True}).json()["text"]
     assert "<|im_start|>" in full and "<|im_start|>" not in bare
     assert bare == full.replace("<|im_start|>", "").replace("<|im_end|>", "")
+
+
+def test_encode_pieces_and_offsets(server: Server) -> None:
+    url = f"{server.base}/v1/tokenizers/cl100k_base/encode"
+    doc = httpx.post(url, json={"text": "Hi 🙂", "pieces": True, "offsets": "utf16"}).json()
+    assert doc["pieces"] == ["Hi", " 🙂"]
+    assert doc["offsets"] == [[0, 2], [2, 5]]  # 🙂 is 2 UTF-16 units
+    split = httpx.post(url, json={"text": "🙂", "pieces": True}).json()["pieces"]
+    assert split == [{"base64": "8J8="}, {"base64": "mYI="}]  # its 4 bytes over 2 tokens
+    batch = httpx.post(url, json={"texts": ["a", "b c"], "offsets": "codepoints"}).json()
+    assert [r["offsets"] for r in batch["results"]] == [[[0, 1]], [[0, 1], [1, 3]]]
+    count = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
+                       json={"text": "a", "pieces": True})  # fmt: skip
+    assert count.status_code == 400  # count takes no pieces
