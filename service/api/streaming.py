@@ -33,8 +33,9 @@ from litestar.types import (
 )
 
 from service.api import metrics, problems
+from service.api.metering import Meter, meter_for
 from service.api.routes import resolve
-from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
+from service.api.wire import ErrorsMode, StreamChunkRequest
 from service.bpe import StreamDecoder
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
 from service.settings import Settings
@@ -99,8 +100,9 @@ class StreamBudget:
     responses=problems.documented(400, 404, 503),
 )
 async def decode_stream(
-    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
-) -> ASGIApp:
+    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace",
+    usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
+) -> ASGIApp:  # fmt: skip
     """NDJSON in (`{"ids": [...]}` per line), NDJSON out (`{"text": ...}` per line, then
     `{"text": ..., "done": true}`), each line answered as soon as it arrives.
 
@@ -109,11 +111,12 @@ async def decode_stream(
     """
     loaded = resolve(state, ref)
     decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+    meter = meter_for(state, usage, model)
     release = state.stream_slots.acquire("ndjson")
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _pump(loaded.ref, decoder, state, receive, send)
+            await _pump(loaded.ref, decoder, state, receive, send, meter=meter)
         finally:
             release()
 
@@ -161,7 +164,7 @@ async def _next(
 
 
 async def _pump(
-    ref: str, decoder: StreamDecoder, state: State, receive: Receive, send: Send
+    ref: str, decoder: StreamDecoder, state: State, receive: Receive, send: Send, *, meter: Meter
 ) -> None:
     settings: Settings = state.settings
     budget = StreamBudget(settings)
@@ -177,7 +180,7 @@ async def _pump(
         while more:
             message = await _next(receive, state.stopping, budget.seconds_left())
             if message is None:  # the worker is stopping: flush and end the stream cleanly
-                last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+                last = meter.last(decoder.flush(), reason=STOPPING)
                 return await send(_body(_encode(last) + b"\n", more=False))
             if message["type"] != "http.request":
                 return  # the client went away
@@ -193,12 +196,13 @@ async def _pump(
                 if line.strip():
                     chunk = _chunk.decode(line)
                     budget.spend(len(chunk.ids))
+                    meter.add(len(chunk.ids))
                     text = decoder.decode(chunk.ids)
                     metrics.record(ref, "decode_stream", len(chunk.ids), [text])
-                    out.append(_encode(StreamTextResponse(text=text)) + b"\n")
+                    out.append(_encode(meter.line(text)) + b"\n")
             if out:
                 await send(_body(b"".join(out), more=True))
-        last = StreamTextResponse(text=decoder.flush(), done=True)
+        last = meter.last(decoder.flush())
         await send(_body(_encode(last) + b"\n", more=False))
     except (ToksvcError, msgspec.MsgspecError, TimeoutError) as exc:
         await send(_body(_error_line(exc), more=False))
@@ -220,8 +224,9 @@ def _error_line(exc: Exception) -> bytes:
 
 @websocket("/v1/tokenizers/{ref:str}/decode/ws", opt={"operation": "decode_stream"})
 async def decode_ws(
-    socket: WebSocket[Any, Any, Any], ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
-) -> None:
+    socket: WebSocket[Any, Any, Any], ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace",
+    usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
+) -> None:  # fmt: skip
     """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
     Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
     state = socket.app.state
@@ -229,9 +234,10 @@ async def decode_ws(
     try:
         loaded = resolve(state, ref)
         decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+        meter = meter_for(state, usage, model)
         release = state.stream_slots.acquire("websocket")
         try:
-            await _ws_loop(socket, loaded.ref, decoder, state)
+            await _ws_loop(socket, loaded.ref, decoder, state, meter)
         finally:
             release()
     except WebSocketDisconnect:
@@ -243,7 +249,7 @@ async def decode_ws(
 
 
 async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDecoder,
-                   state: State) -> None:  # fmt: skip
+                   state: State, meter: Meter) -> None:  # fmt: skip
     settings: Settings = state.settings
     budget = StreamBudget(settings)
     while True:
@@ -256,7 +262,7 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDe
             )
             return await _ws_fail(socket, doc, 1008)
         if raw is None:  # the worker is stopping: flush and close as "going away"
-            last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+            last = meter.last(decoder.flush(), reason=STOPPING)
             await socket.send_data(_encode(last).decode())
             return await socket.close(1001, "server shutting down")
         try:
@@ -265,13 +271,14 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], ref: str, decoder: StreamDe
             doc = problems.problem(400, "invalid-body", "Malformed or invalid request", str(exc))
             return await _ws_fail(socket, doc, 1007)
         budget.spend(len(chunk.ids))
+        meter.add(len(chunk.ids))
         text = decoder.decode(chunk.ids)
         metrics.record(ref, "decode_stream", len(chunk.ids), [text])
         if chunk.final:
-            done = StreamTextResponse(text=text + decoder.flush(), done=True)
+            done = meter.last(text + decoder.flush())
             await socket.send_data(_encode(done).decode())
             return await socket.close(1000)
-        await socket.send_data(_encode(StreamTextResponse(text=text)).decode())
+        await socket.send_data(_encode(meter.line(text)).decode())
 
 
 async def _ws_fail(socket: WebSocket[Any, Any, Any], doc: dict[str, Any], code: int) -> None:

@@ -120,10 +120,23 @@ class StreamChunkRequest(_Request, frozen=True):
     final: bool = False
 
 
+class StreamUsage(_Response, frozen=True):
+    """A stream's metering, on its last line: ids received, and their cost as output tokens
+    when a model was named (decimal string)."""
+
+    output_tokens: int
+    model: str | None = None
+    cost: str | None = None
+    currency: str | None = None
+    price_file: str | None = None
+
+
 class StreamTextResponse(_Response, frozen=True):
     text: str
     done: bool = False
     reason: str | None = None  # why a stream ended early (the server is shutting down)
+    count: int | None = None  # ids received so far (with ?usage=true or ?model=)
+    usage: StreamUsage | None = None  # on the last line (with ?usage=true or ?model=)
 
 
 class TokenizerInfoResponse(_Response, frozen=True):

@@ -188,3 +188,32 @@ def test_encode_pieces_and_offsets(server: Server) -> None:
     count = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
                        json={"text": "a", "pieces": True})  # fmt: skip
     assert count.status_code == 400  # count takes no pieces
+
+
+def test_ndjson_stream_meters_with_a_model(server: Server) -> None:
+    body = b'{"ids": [9906]}\n{"ids": [11, 1917]}\n'
+    url = f"{server.base}/v1/tokenizers/cl100k_base/decode/stream?model=gpt-4"
+    r = httpx.post(url, content=body, headers={"content-type": "application/x-ndjson"})
+    lines = [json.loads(line) for line in r.text.splitlines()]
+    assert [line.get("count") for line in lines] == [1, 3, 3]
+    usage = lines[-1]["usage"]
+    assert lines[-1]["done"] and usage["output_tokens"] == 3 and usage["model"] == "gpt-4@1"
+    assert Decimal(usage["cost"]) == 3 * Decimal("60.00") / 1_000_000
+    plain = httpx.post(url.split("?", maxsplit=1)[0], content=body,
+                       headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    assert "count" not in plain.text and "usage" not in plain.text  # off unless asked
+    unknown = httpx.post(url.replace("gpt-4", "gpt-9"), content=body,
+                         headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    problem(unknown, 404, "unknown-model")
+
+
+def test_websocket_meters_without_a_price(server: Server) -> None:
+    from websockets.sync.client import connect  # noqa: PLC0415
+
+    url = f"ws://127.0.0.1:{server.port}/v1/tokenizers/qwen3/decode/ws?model=qwen3"
+    with connect(url) as ws:
+        ws.send(json.dumps({"ids": [9707]}))
+        assert json.loads(ws.recv())["count"] == 1
+        ws.send(json.dumps({"ids": [11, 1879], "final": True}))
+        last = json.loads(ws.recv())
+    assert last["done"] and last["usage"] == {"output_tokens": 3, "model": "qwen3@1"}
