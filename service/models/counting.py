@@ -14,11 +14,12 @@ where a template refuses a prefix, that message's tokens are counted with the ne
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.errors import TemplateError
+from service.errors import LimitExceededError, TemplateError
 from service.models import estimate_rule, harmony, jinja_chat
 from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
@@ -56,11 +57,14 @@ def count_chat(
     add_generation_prompt: bool = True,
     template_kwargs: dict[str, Any] | None = None,
     max_chars: int = 32 * 1024 * 1024,
+    max_seconds: float = 10.0,
 ) -> ChatCount:
+    """`max_chars` bounds each rendering, `max_seconds` all of them (the breakdown renders every
+    prefix of the conversation): beyond either, LimitExceededError."""
     chat = model.profile.chat
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt)
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars)
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, max_seconds)
     text, ids = render(messages, tools, add_generation_prompt)
     total = len(ids)
     counts: list[int | None] = []  # tokens of messages[:k] rendered, k = 0..n (None: refused)
@@ -99,9 +103,21 @@ def count_chat(
 
 
 def _renderer(
-    chat: JinjaChat | HarmonyChat, tok: LoadedTokenizer, kwargs: dict[str, Any], max_chars: int
+    chat: JinjaChat | HarmonyChat,
+    tok: LoadedTokenizer,
+    kwargs: dict[str, Any],
+    max_chars: int,
+    max_seconds: float,
 ) -> Render:
     tokenizer = tok.tokenizer
+    deadline = time.monotonic() + max_seconds
+
+    def seconds_left() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LimitExceededError("chat counting time (ms)", int(max_seconds * 1000))
+        return left
+
     if isinstance(chat, JinjaChat):
         specials = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
 
@@ -110,7 +126,9 @@ def _renderer(
         ) -> tuple[str, list[int]]:
             variables = {**specials, **kwargs, "messages": msgs, "tools": tools,
                          "add_generation_prompt": agp}  # fmt: skip
-            text = jinja_chat.render(chat.template, variables, max_chars=max_chars)
+            text = jinja_chat.render(
+                chat.template, variables, max_chars=max_chars, max_seconds=seconds_left()
+            )
             return text, tokenizer.encode(text, allowed_special="all")
 
         return render_jinja
@@ -118,6 +136,7 @@ def _renderer(
     def render_harmony(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
     ) -> tuple[str, list[int]]:
+        seconds_left()
         ids: list[int] = []
         parts: list[str] = []
         for segment, special in harmony.render(chat, msgs, tools, agp):
