@@ -30,6 +30,7 @@ def count_conversation(
     add_generation_prompt: bool = True,
     template_kwargs: dict[str, Any] | None = None,
     max_chars: int = 32 * 1024 * 1024,
+    breakdown: bool = True,
 ) -> Counted:
     model = registry.resolve_model(model_ref)
     tok = registry.resolve(model.tokenizer_ref)
@@ -42,6 +43,7 @@ def count_conversation(
         add_generation_prompt=add_generation_prompt,
         template_kwargs=template_kwargs,
         max_chars=max_chars,
+        breakdown=breakdown,
     )
     return Counted(model, tok, result)
 
@@ -92,6 +94,7 @@ def estimate_request(
             add_generation_prompt=add_generation_prompt,
             template_kwargs=template_kwargs,
             max_chars=max_chars,
+            breakdown=False,
         )
         n_input, exact, method = (
             counted.count.input_tokens,

@@ -8,7 +8,8 @@ marginal: message i's figure is what rendering messages[:i+1] adds to rendering 
 A template may rewrite earlier turns (Qwen3 drops old reasoning), so a figure can be negative;
 where a template refuses a prefix, that message's tokens are counted with the next one
 (`merged_with_next`). Tools are what adding the tools adds. Everything adds up to the total:
-`preamble + tools + sum(messages) + generation_prompt == input_tokens`.
+`preamble + tools + sum(messages) + generation_prompt == input_tokens`. `breakdown=False` renders
+once and gives the total only (what `estimate` needs).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def count_chat(
     template_kwargs: dict[str, Any] | None = None,
     max_chars: int = 32 * 1024 * 1024,
     max_seconds: float = 10.0,
+    breakdown: bool = True,
 ) -> ChatCount:
     """`max_chars` bounds each rendering, `max_seconds` all of them (the breakdown renders every
     prefix of the conversation): beyond either, LimitExceededError."""
@@ -67,6 +69,12 @@ def count_chat(
     render = _renderer(chat, tok, template_kwargs or {}, max_chars, max_seconds)
     text, ids = render(messages, tools, add_generation_prompt)
     total = len(ids)
+    sha = (
+        hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
+    )
+    method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
+    if not breakdown:  # the total only: one rendering
+        return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
     counts: list[int | None] = []  # tokens of messages[:k] rendered, k = 0..n (None: refused)
     for k in range(len(messages) + 1):
         try:

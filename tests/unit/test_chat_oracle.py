@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from service.errors import PriceMissingError
 from service.models.billing import count_conversation
 from service.store.registry import Registry
 from tests.chatgen import conversation
@@ -185,3 +186,22 @@ def test_estimate_rule_matches_cookbook(registry: Registry, model: str, encoding
         ours = count_conversation(registry, model, plain).count
         assert not ours.exact and ours.method == "openai-estimate"
         assert ours.input_tokens == num_tokens_from_messages(plain, oracle)
+
+
+@pytest.mark.parametrize("model", ["qwen3", "gpt-oss", "gpt-4o"])
+def test_estimate_counts_what_count_counts(registry: Registry, model: str) -> None:
+    from service.models.billing import estimate_request  # noqa: PLC0415
+
+    rng = random.Random(f"estimate-{model}")
+    for _ in range(20):
+        messages, tools = conversation(rng)
+        counted = count_conversation(registry, model, messages, tools).count.input_tokens
+        if model == "gpt-4o":
+            est = estimate_request(registry, model, messages=messages, tools=tools,
+                                   output_tokens=10)  # fmt: skip
+            assert est.estimate.input_tokens == counted
+        else:  # no price shipped: estimate's one-rendering total is checked directly
+            once = count_conversation(registry, model, messages, tools, breakdown=False).count
+            assert once.input_tokens == counted and once.ids is not None
+            with pytest.raises(PriceMissingError):
+                estimate_request(registry, model, messages=messages, tools=tools)
