@@ -80,6 +80,11 @@ def main() -> None:
         n = count_conversation(registry, name, messages, TOOLS).count.input_tokens
         c = timed(lambda: count_conversation(registry, name, messages, TOOLS), args.repeat)
         row = f"{name:10} {n:5} tokens  library count {c[0]:7.2f} / {c[1]:7.2f}"
+        once = timed(
+            lambda: count_conversation(registry, name, messages, TOOLS, breakdown=False),
+            args.repeat,
+        )
+        row += f"  total only (what estimate renders) {once[0]:7.2f} / {once[1]:7.2f}"
         if name == "gpt-4o":
             e = timed(
                 lambda: estimate_request(
