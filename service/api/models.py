@@ -88,6 +88,7 @@ async def count_chat(
             add_generation_prompt=data.add_generation_prompt,
             template_kwargs=data.chat_template_kwargs,
             max_chars=state.settings.max_body_bytes * 4,
+            breakdown=data.breakdown,
         ),
     )
     c = counted.count

@@ -60,6 +60,7 @@ class ChatCountRequest(_Request, frozen=True):
     chat_template_kwargs: dict[str, Any] | None = None
     return_text: bool = False
     return_ids: bool = False
+    breakdown: bool = True  # false: the total only, one rendering (messages empty)
 
 
 class MessageTokens(_Response, frozen=True):

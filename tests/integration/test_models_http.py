@@ -217,3 +217,11 @@ def test_websocket_meters_without_a_price(server: Server) -> None:
         ws.send(json.dumps({"ids": [11, 1879], "final": True}))
         last = json.loads(ws.recv())
     assert last["done"] and last["usage"] == {"output_tokens": 3, "model": "qwen3@1"}
+
+
+def test_count_without_breakdown_gives_the_same_total(server: Server) -> None:
+    url = f"{server.base}/v1/models/qwen3/count"
+    full = httpx.post(url, json={"messages": CHAT, "tools": TOOLS}).json()
+    once = httpx.post(url, json={"messages": CHAT, "tools": TOOLS, "breakdown": False}).json()
+    assert once["input_tokens"] == full["input_tokens"] and once["messages"] == []
+    assert once["overhead"] == {"unattributed": full["input_tokens"]}
