@@ -1,4 +1,5 @@
-"""The `toksvc` command line: train, import, verify, list, encode, decode, count, schema, serve.
+"""The `toksvc` command line: train, import, verify, list, encode, decode, count, schema, serve,
+and the model commands (models, count-chat, estimate: `service.cli_models`).
 
 Reading commands serve one or more stores (`--store DIR`, repeatable; `bundled` names the store
 that ships with the package; default `$TOKSVC_STORE`, else the bundled store). `train` and
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import msgspec
 
+from service import cli_models
 from service.bpe import SpecialSet, Tokenizer, train
 from service.errors import (
     ConfigError,
@@ -118,6 +120,7 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON Schema of tokenizer files")
     p.set_defaults(run=lambda args: print(json.dumps(json_schema(), indent=2)))
 
+    cli_models.add_commands(sub, common)
     p = sub.add_parser("serve", parents=[common], help="run the HTTP service")
     p.add_argument("--host", default=settings.host)
     p.add_argument("--port", type=int, default=settings.port)

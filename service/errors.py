@@ -142,6 +142,49 @@ class TokenizerNotFoundError(ToksvcError):
         )
 
 
+class ModelNotFoundError(ToksvcError):
+    def __init__(self, ref: str, available: Iterable[str]) -> None:
+        self.ref = ref
+        self.available = sorted(available)
+        super().__init__(
+            f"no model {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"
+        )
+
+
+class ChatInputError(InputError):
+    """A conversation that cannot be rendered: `index` names the message (None: the request)."""
+
+    def __init__(self, index: int | None, field: str, reason: str) -> None:
+        self.index = index
+        self.field = field
+        where = field if index is None else f"messages[{index}].{field}"
+        super().__init__(f"{where}: {reason}")
+
+
+class TemplateError(InputError):
+    """The model's chat template refused the conversation (its own message is kept)."""
+
+    def __init__(self, message: str) -> None:
+        self.template_message = message
+        super().__init__(f"the chat template raised: {message}")
+
+
+class PriceMissingError(InputError):
+    def __init__(self, model: str, missing: str) -> None:
+        self.model = model
+        self.missing = missing
+        super().__init__(f"no {missing} price is loaded for model {model}; add a price file")
+
+
+class ContextOverflowError(InputError):
+    def __init__(self, model: str, needed: int, window: int) -> None:
+        self.needed = needed
+        self.window = window
+        super().__init__(
+            f"{needed} tokens (input plus output) do not fit {model}'s context window of {window}"
+        )
+
+
 class NotReadyError(ToksvcError):
     def __init__(self) -> None:
         super().__init__("the tokenizer registry is not loaded yet; retry shortly")

@@ -11,7 +11,18 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 
-from service.api import auth, docs, explain, metrics, playground, problems, reload, supervisor
+from service.api import (
+    auth,
+    docs,
+    explain,
+    metrics,
+    models,
+    playground,
+    problems,
+    reload,
+    supervisor,
+    textops,
+)
 from service.api.budget import LargeRequestSlots
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
@@ -45,6 +56,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     return Litestar(
         route_handlers=[
             *ROUTES,
+            *models.ROUTES,
+            *textops.ROUTES,
             decode_stream,
             decode_ws,
             reload.admin_reload,

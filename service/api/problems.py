@@ -28,7 +28,12 @@ TABLE: dict[type[Exception], tuple[int, str, str]] = {
     e.SurrogateError: (422, "lone-surrogate", "Lone surrogate in text"),
     e.StreamStateError: (422, "invalid-stream-state", "Invalid stream state"),
     e.EngineFailureError: (422, "engine-failure", "The engine cannot encode this text"),
+    e.ChatInputError: (422, "invalid-message", "Invalid message"),
+    e.TemplateError: (422, "template-error", "The chat template raised"),
+    e.PriceMissingError: (422, "price-missing", "Price missing"),
+    e.ContextOverflowError: (422, "context-overflow", "Context window exceeded"),
     e.InputError: (422, "invalid-input", "Invalid input"),
+    e.ModelNotFoundError: (404, "unknown-model", "Unknown model"),
     e.TokenizerNotFoundError: (404, "unknown-tokenizer", "Unknown tokenizer"),
     e.LimitExceededError: (413, "limit-exceeded", "Limit exceeded"),
     e.NotReadyError: (503, "not-ready", "Not ready"),
@@ -68,7 +73,13 @@ def for_error(exc: e.ToksvcError) -> dict[str, Any]:
         extra = {"position": exc.position}
     elif isinstance(exc, e.UnknownSpecialError):
         extra = {"tokens": exc.tokens}
-    elif isinstance(exc, e.TokenizerNotFoundError):
+    elif isinstance(exc, e.ChatInputError):
+        extra = {"index": exc.index, "field": exc.field}
+    elif isinstance(exc, e.ContextOverflowError):
+        extra = {"needed": exc.needed, "context_window": exc.window}
+    elif isinstance(exc, e.PriceMissingError):
+        extra = {"missing": exc.missing}
+    elif isinstance(exc, e.TokenizerNotFoundError | e.ModelNotFoundError):
         extra = {"available": exc.available}
     elif isinstance(exc, e.LimitExceededError):
         extra = {"limit": exc.limit}

@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.exceptions import ValidationException
 from litestar.params import FromPath, JSONBody
 
-from service.api import metrics, problems
+from service.api import metrics, problems, token_pieces
 from service.api.bodies import strict_body
 from service.api.budget import check_items, check_output, run_work
 from service.api.openapi import operation
@@ -27,6 +27,7 @@ from service.api.wire import (
     EncodeResult,
     HealthResponse,
     SpecialList,
+    TextsRequest,
     TokenizerInfoResponse,
     TokenizerListResponse,
     TokenizerRef,
@@ -124,7 +125,7 @@ def readyz(state: State) -> Response[Any]:
 # --- encode and count ---------------------------------------------------------------------
 
 
-def _texts(state: State, data: EncodeRequest) -> list[str]:
+def _texts(state: State, data: TextsRequest) -> list[str]:
     exactly_one(data.text, data.texts, "`text` or `texts`")
     texts = [data.text] if data.text is not None else data.texts or []
     check_items(state.settings, len(texts))
@@ -132,7 +133,7 @@ def _texts(state: State, data: EncodeRequest) -> list[str]:
 
 
 async def _per_text(
-    state: State, ref: str, data: EncodeRequest, verb: str
+    state: State, ref: str, data: TextsRequest, verb: str
 ) -> tuple[LoadedTokenizer, list[str], list[Any]]:
     """Apply `encode` or `count` to each text of the request, with its special-token policy."""
     t = resolve(state, ref)
@@ -163,11 +164,13 @@ async def _per_text(
 async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
     t, texts, results = await _per_text(state, ref, data, "encode")
     metrics.record(t.ref, "encode", sum(map(len, results)), texts)
+    extras = [token_pieces.extras(t.tokenizer, ids, data.pieces, data.offsets) for ids in results]
     if data.text is not None:
-        return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]))
-    return EncodeResponse(
-        tokenizer=ref_of(t), results=[EncodeResult(ids=ids, count=len(ids)) for ids in results]
-    )
+        return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]),
+                              pieces=extras[0][0], offsets=extras[0][1])  # fmt: skip
+    return EncodeResponse(tokenizer=ref_of(t), results=[
+        EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
+        for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
 
 
 @post(
@@ -216,6 +219,9 @@ async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
     check_items(state.settings, len(batch), n_ids)
+    if data.skip_special_tokens:
+        special = set(t.tokenizer.special_tokens.values())
+        batch = [[i for i in ids if i not in special] for ids in batch]
     work = partial(_decode_all, t.tokenizer, batch, data, state.settings)
     results = await run_work(n_ids * 4, work)
     metrics.record(t.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])

@@ -41,9 +41,10 @@ from litestar.types import (
 from service.api import metrics, problems
 from service.api.budget import StreamBudget, run_work, send_within
 from service.api.lines import LineDecoder
+from service.api.metering import Meter, meter_for
 from service.api.openapi import operation
 from service.api.routes import resolve
-from service.api.wire import ErrorsMode, StreamChunkRequest, StreamTextResponse
+from service.api.wire import ErrorsMode, StreamChunkRequest
 from service.bpe import StreamDecoder, Tokenizer
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
 from service.settings import Settings
@@ -98,8 +99,9 @@ class StreamSlots:
     operation_class=operation(),
 )
 async def decode_stream(
-    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
-) -> ASGIApp:
+    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace",
+    usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
+) -> ASGIApp:  # fmt: skip
     """NDJSON in (`{"ids": [...]}` per line), NDJSON out (`{"text": ...}` per line, then
     `{"text": ..., "done": true}`), each line answered as soon as it arrives.
 
@@ -108,11 +110,12 @@ async def decode_stream(
     """
     loaded = resolve(state, ref)
     decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+    meter = meter_for(state, usage, model)
     release = state.stream_slots.acquire("ndjson")
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _pump(_Step(loaded.ref, loaded.tokenizer, decoder, state), receive, send)
+            await _pump(_Step(loaded.ref, loaded.tokenizer, decoder, state, meter), receive, send)
         finally:
             release()
 
@@ -163,12 +166,14 @@ class _Step:
     """One stream's decoding: budgets checked before work, large messages in a thread."""
 
     def __init__(self, ref: str, tokenizer: Tokenizer, decoder: StreamDecoder,
-                 state: State) -> None:  # fmt: skip
+                 state: State, meter: Meter) -> None:  # fmt: skip
         self.ref, self.tokenizer, self.decoder, self.state = ref, tokenizer, decoder, state
+        self.meter = meter
         self.budget = StreamBudget(state.settings)
 
     async def text(self, ids: list[int]) -> str:
         self.budget.spend(len(ids))
+        self.meter.add(len(ids))
         decoder, tokenizer = self.decoder, self.tokenizer
 
         def work() -> str:
@@ -205,7 +210,7 @@ async def _pump(step: _Step, receive: Receive, send: Send) -> None:
         while more:
             message = await _next(receive, step.state.stopping, budget.seconds_left())
             if message is None:  # the worker is stopping: flush and end the stream cleanly
-                last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+                last = step.meter.last(decoder.flush(), reason=STOPPING)
                 await step.send(partial(send, _body(_encode(last) + b"\n", more=False)))
                 return
             if message["type"] != "http.request":
@@ -218,14 +223,13 @@ async def _pump(step: _Step, receive: Receive, send: Send) -> None:
                     chunk = _chunk.decode(line)
                     text = await step.text(chunk.ids)
                     if chunk.final:  # as on the WebSocket: flush and end, ignore the rest
-                        out.append(_encode(StreamTextResponse(text=text + decoder.flush(),
-                                                              done=True)) + b"\n")  # fmt: skip
+                        out.append(_encode(step.meter.last(text + decoder.flush())) + b"\n")
                         await step.send(partial(send, _body(b"".join(out), more=False)))
                         return
-                    out.append(_encode(StreamTextResponse(text=text)) + b"\n")
+                    out.append(_encode(step.meter.line(text)) + b"\n")
             if out and not await step.send(partial(send, _body(b"".join(out), more=True))):
                 return
-        last = StreamTextResponse(text=decoder.flush(), done=True)
+        last = step.meter.last(decoder.flush())
         await step.send(partial(send, _body(_encode(last) + b"\n", more=False)))
     except (ToksvcError, msgspec.MsgspecError, TimeoutError) as exc:
         error = budget.expired() if isinstance(exc, TimeoutError) else exc
@@ -246,8 +250,9 @@ def _error_line(exc: Exception) -> bytes:
 
 @websocket("/v1/tokenizers/{ref:str}/decode/ws", opt={"operation": "decode_stream"})
 async def decode_ws(
-    socket: WebSocket[Any, Any, Any], ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace"
-) -> None:
+    socket: WebSocket[Any, Any, Any], ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace",
+    usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
+) -> None:  # fmt: skip
     """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
     Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
     state = socket.app.state
@@ -255,9 +260,10 @@ async def decode_ws(
     try:
         loaded = resolve(state, ref)
         decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+        meter = meter_for(state, usage, model)
         release = state.stream_slots.acquire("websocket")
         try:
-            await _ws_loop(socket, _Step(loaded.ref, loaded.tokenizer, decoder, state))
+            await _ws_loop(socket, _Step(loaded.ref, loaded.tokenizer, decoder, state, meter))
         finally:
             release()
     except (WebSocketDisconnect, OSError):  # gone, or cut off by the write deadline
@@ -285,7 +291,7 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
         except LimitExceededError as exc:  # the stream's deadline
             return await _ws_fail(socket, problems.for_error(exc), 1008)
         if raw is None:  # the worker is stopping: flush and close as "going away"
-            last = StreamTextResponse(text=decoder.flush(), done=True, reason=STOPPING)
+            last = step.meter.last(decoder.flush(), reason=STOPPING)
             if await step.send(partial(socket.send_data, _encode(last).decode())):
                 await socket.close(1001, "server shutting down")
             return
@@ -296,11 +302,11 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
             return await _ws_fail(socket, doc, 1007)
         text = await step.text(chunk.ids)
         if chunk.final:
-            done = StreamTextResponse(text=text + decoder.flush(), done=True)
+            done = step.meter.last(text + decoder.flush())
             if await step.send(partial(socket.send_data, _encode(done).decode())):
                 await socket.close(1000)
             return
-        message = _encode(StreamTextResponse(text=text)).decode()
+        message = _encode(step.meter.line(text)).decode()
         if not await step.send(partial(socket.send_data, message)):
             return
 

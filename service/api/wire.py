@@ -61,7 +61,11 @@ class TokenizerRef(_Response, frozen=True):
     ]
 
 
-class EncodeRequest(_Request, frozen=True):
+_PIECES = 'each token\'s text, or `{"base64"}` where its bytes are not valid UTF-8 alone'
+_OFFSETS = "each token's [start, end) in the text (code points, or UTF-16 units on request)"
+
+
+class TextsRequest(_Request, frozen=True):
     """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
 
     text: Annotated[str | None, doc(_TEXT, "Hello, world")] = None
@@ -72,8 +76,26 @@ class EncodeRequest(_Request, frozen=True):
     disallowed_special: Annotated[SpecialList, doc(_DISALLOWED, "all", [])] = "all"
 
 
-class CountRequest(EncodeRequest, frozen=True):
+class EncodeRequest(TextsRequest, frozen=True):
+    """Exactly one of `text` or `texts`; optionally each token's piece and offsets."""
+
+    pieces: Annotated[
+        bool, doc('also return each token\'s text (`{"base64"}` where not valid UTF-8 alone)')
+    ] = False
+    offsets: Annotated[
+        Literal["none", "codepoints", "utf16"],
+        doc("also return each token's [start, end) in the text, in code points or UTF-16 units"),
+    ] = "none"
+
+
+class CountRequest(TextsRequest, frozen=True):
     """Exactly one of `text` or `texts`, as for encode; only the number of ids is returned."""
+
+
+class PieceBytes(_Response, frozen=True):
+    """A token's bytes that are not valid UTF-8 on their own."""
+
+    base64: Annotated[str, doc("the token's bytes, base64", "8J8=")]
 
 
 class EncodeResult(_Response, frozen=True):
@@ -81,6 +103,8 @@ class EncodeResult(_Response, frozen=True):
 
     ids: Annotated[Ids, doc(_IDS_OUT, [9906, 11, 1917])]
     count: Annotated[int, doc("number of ids", 3)]
+    pieces: Annotated[list[str | PieceBytes] | None, doc(_PIECES)] = None
+    offsets: Annotated[list[tuple[int, int]] | None, doc(_OFFSETS)] = None
 
 
 class EncodeResponse(_Response, frozen=True):
@@ -90,6 +114,8 @@ class EncodeResponse(_Response, frozen=True):
     ids: Annotated[Ids | None, doc("the ids of `text`", [9906, 11, 1917])] = None
     count: Annotated[int | None, doc("number of ids of `text`", 3)] = None
     results: Annotated[list[EncodeResult] | None, doc("one result per entry of `texts`")] = None
+    pieces: Annotated[list[str | PieceBytes] | None, doc(_PIECES)] = None
+    offsets: Annotated[list[tuple[int, int]] | None, doc(_OFFSETS)] = None
 
 
 class CountResponse(_Response, frozen=True):
@@ -118,6 +144,9 @@ class DecodeRequest(_Request, frozen=True):
     output: Annotated[
         Literal["text", "base64"], doc("`text` (UTF-8 decoded) or `base64` (the raw bytes, base64)")
     ] = "text"
+    skip_special_tokens: Annotated[bool, doc("drop the ids of special tokens before decoding")] = (
+        False
+    )
 
 
 class DecodeResult(_Response, frozen=True):
@@ -166,6 +195,19 @@ class StreamChunkRequest(_Request, frozen=True):
     final: Annotated[bool, doc("WebSocket only: flush, answer with `done` and close")] = False
 
 
+class StreamUsage(_Response, frozen=True):
+    """A stream's metering, on its last line: ids received, and their cost as output tokens
+    when a model was named (decimal string)."""
+
+    output_tokens: Annotated[int, doc("ids received over the stream", 42)]
+    model: Annotated[str | None, doc("the model named with ?model=", "gpt-4o")] = None
+    cost: Annotated[str | None, doc("their cost as output tokens (decimal string)", "0.00042")] = (
+        None
+    )
+    currency: Annotated[str | None, doc("currency of `cost`", "USD")] = None
+    price_file: Annotated[str | None, doc("the price file used, name@version", "openai@1")] = None
+
+
 class StreamTextResponse(_Response, frozen=True):
     """One NDJSON line (or WebSocket message) of decoded text."""
 
@@ -176,6 +218,11 @@ class StreamTextResponse(_Response, frozen=True):
     reason: Annotated[str | None, doc("why a stream ended early (the server is shutting down)")] = (
         None
     )
+    count: Annotated[int | None, doc("ids received so far (with ?usage=true or ?model=)")] = None
+    usage: Annotated[
+        StreamUsage | None,
+        doc("on the last line, with ?usage=true or ?model=: the stream's metering"),
+    ] = None
 
 
 class TokenizerInfoResponse(_Response, frozen=True):

@@ -39,6 +39,9 @@ class Manifest(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     format: Literal["toksvc-manifest"] = "toksvc-manifest"
     format_version: Literal[1] = 1
     tokenizers: list[ManifestEntry] = msgspec.field(default_factory=list)
+    # model profiles (path models/<name>@<version>.json) and price files (prices/...); optional
+    models: list[ManifestEntry] = msgspec.field(default_factory=list)
+    prices: list[ManifestEntry] = msgspec.field(default_factory=list)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -60,26 +63,35 @@ def read_manifest(store: Path) -> Manifest:
 
 
 def check_manifest(manifest: Manifest, where: str) -> None:
-    if len(manifest.tokenizers) > MAX_ENTRIES:
-        raise ManifestError(where, f"lists {len(manifest.tokenizers)} tokenizers, over the limit "
-                                   f"of {MAX_ENTRIES}; split the store")  # fmt: skip
+    total = len(manifest.tokenizers) + len(manifest.models) + len(manifest.prices)
+    if total > MAX_ENTRIES:
+        raise ManifestError(where, f"lists {total} files, over the limit of {MAX_ENTRIES}; "
+                                   "split the store")  # fmt: skip
+    _check_entries(manifest.tokenizers, "tokenizers", "{}/{}.json", where)
+    _check_entries(manifest.models, "models", "models/{}@{}.json", where)
+    _check_entries(manifest.prices, "prices", "prices/{}@{}.json", where)
+
+
+def _check_entries(entries: list[ManifestEntry], kind: str, layout: str, where: str) -> None:
     refs: set[str] = set()
     defaults: dict[str, str] = {}
-    for i, e in enumerate(manifest.tokenizers):
-        if e.path != f"{e.name}/{e.version}.json":
-            raise ManifestError(where, f"tokenizers[{i}]: path must be {e.name}/{e.version}.json")
+    for i, e in enumerate(entries):
+        if e.path != layout.format(e.name, e.version):
+            raise ManifestError(
+                where, f"{kind}[{i}]: path must be {layout.format(e.name, e.version)}"
+            )
         if e.ref in refs:
-            raise ManifestError(where, f"tokenizers[{i}]: {e.ref} is listed twice")
+            raise ManifestError(where, f"{kind}[{i}]: {e.ref} is listed twice")
         refs.add(e.ref)
         if e.default:
             if e.name in defaults:
                 raise ManifestError(
                     where,
-                    f"tokenizers[{i}]: {e.name} has two default versions "
+                    f"{kind}[{i}]: {e.name} has two default versions "
                     f"({defaults[e.name]} and {e.version})",
                 )
             defaults[e.name] = e.version
-    for name in {e.name for e in manifest.tokenizers} - defaults.keys():
+    for name in {e.name for e in entries} - defaults.keys():
         raise ManifestError(where, f"{name} has no default version; mark one with default: true")
 
 
@@ -113,7 +125,7 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
             msgspec.structs.replace(e, default=False) if e.name == tf.name else e for e in others
         ]
     entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
-    new_manifest = Manifest(tokenizers=entries)
+    new_manifest = msgspec.structs.replace(manifest, tokenizers=entries)
     check_manifest(new_manifest, str(store / MANIFEST))
     _write_atomic(store / entry.path, data)
     _write_atomic(store / MANIFEST, msgspec.json.format(msgspec.json.encode(new_manifest)) + b"\n")

@@ -18,12 +18,18 @@ import msgspec
 
 from service.bpe import Normalization, Rule, Tokenizer, Vocabulary
 from service.bpe.cache import TextCache
-from service.errors import FormatError, StoreError, TokenizerNotFoundError
+from service.errors import (
+    FormatError,
+    ModelNotFoundError,
+    StoreError,
+    TokenizerNotFoundError,
+)
 from service.settings import Settings
 from service.store.engines import EngineFactory
 from service.store.engines import engine_factory as engine_factory_for
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import MANIFEST, ManifestEntry, read_manifest
+from service.store.manifest import MANIFEST, Manifest, ManifestEntry, read_manifest
+from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
 from service.store.validation import validate
 
@@ -54,6 +60,14 @@ class Registry:
     defaults: dict[str, str] = field(default_factory=dict)  # name -> name@version
     failures: list[StoreError] = field(default_factory=list)
     load_seconds: float = 0.0
+    models: ModelTables = field(default_factory=ModelTables)
+
+    def resolve_model(self, ref: str) -> LoadedModel:
+        """A model's name, alias or `name@version`."""
+        found = self.models.models.get(self.models.names.get(ref, ""))
+        if found is None:
+            raise ModelNotFoundError(ref, [m.ref for m in self.models.models.values()])
+        return found
 
     def resolve(self, ref: str) -> LoadedTokenizer:
         """`name` gives the default version, `name@version` that version."""
@@ -92,12 +106,14 @@ def load_store(
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
+    manifests: list[tuple[Path, Manifest]] = []
     for root in [store] if isinstance(store, Path) else store:
         try:
             manifest = read_manifest(root)
         except StoreError as exc:
             registry.failures.append(exc)
             continue
+        manifests.append((root, manifest))
         for entry in manifest.tokenizers:
             if only is not None and entry.name != only:
                 continue
@@ -117,6 +133,9 @@ def load_store(
             registry.tokenizers[entry.ref] = loaded
             if entry.default:
                 registry.defaults[entry.name] = entry.ref
+    if only is None:
+        registry.models = load_models(manifests, registry.tokenizers)
+        registry.failures += registry.models.failures
     registry.load_seconds = time.perf_counter() - started
     return registry
 

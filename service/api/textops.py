@@ -1,0 +1,55 @@
+"""Text budgets over HTTP: truncate to at most N tokens, chunk into pieces of at most N tokens."""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.datastructures import State
+from litestar.params import FromPath, JSONBody
+
+from service.api import problems
+from service.api.bodies import strict_body
+from service.api.budget import run_work
+from service.api.models_wire import (
+    ChunkOut,
+    ChunkRequest,
+    ChunkResponse,
+    TruncateRequest,
+    TruncateResponse,
+)
+from service.api.routes import ref_of, resolve
+from service.models import textops
+
+
+@post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
+      opt={"operation": "truncate", "body": TruncateRequest}, before_request=strict_body,
+      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+async def truncate(
+    state: State, ref: FromPath[str], data: JSONBody[TruncateRequest]
+) -> TruncateResponse:
+    """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
+    `max_tokens` tokens (special-token literals count as ordinary text)."""
+    t = resolve(state, ref)
+    cut = await run_work(
+        len(data.text), lambda: textops.truncate(t.tokenizer, data.text, data.max_tokens, data.keep)
+    )
+    return TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
+                            start=cut.start, end=cut.end, tokenizer=ref_of(t))  # fmt: skip
+
+
+@post("/v1/tokenizers/{ref:str}/chunk", status_code=200,
+      opt={"operation": "chunk", "body": ChunkRequest}, before_request=strict_body,
+      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+async def chunk(state: State, ref: FromPath[str], data: JSONBody[ChunkRequest]) -> ChunkResponse:
+    """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
+    after the first repeats the longest end of the previous one with at most `overlap` tokens."""
+    t = resolve(state, ref)
+    cuts = await run_work(
+        len(data.text), lambda: textops.chunk(t.tokenizer, data.text, data.max_tokens, data.overlap)
+    )
+    return ChunkResponse(
+        chunks=[ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],
+        tokenizer=ref_of(t),
+    )
+
+
+ROUTES = [truncate, chunk]

@@ -1,0 +1,116 @@
+"""The library calls behind the HTTP routes and the CLI: count a conversation for a model, and
+estimate what a request costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.errors import ChatInputError
+from service.models.conversation import check_messages, check_tools
+from service.models.counting import ChatCount, count_chat
+from service.models.pricing import Estimate, estimate
+from service.store.modelstore import LoadedModel
+from service.store.registry import LoadedTokenizer, Registry
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    model: LoadedModel
+    tokenizer: LoadedTokenizer
+    count: ChatCount
+
+
+def count_conversation(
+    registry: Registry,
+    model_ref: str,
+    messages: list[Any],
+    tools: list[Any] | None = None,
+    *,
+    add_generation_prompt: bool = True,
+    template_kwargs: dict[str, Any] | None = None,
+    max_chars: int = 32 * 1024 * 1024,
+    breakdown: bool = True,
+) -> Counted:
+    model = registry.resolve_model(model_ref)
+    tok = registry.resolve(model.tokenizer_ref)
+    checked = check_messages(messages)
+    result = count_chat(
+        model,
+        tok,
+        checked,
+        check_tools(tools),
+        add_generation_prompt=add_generation_prompt,
+        template_kwargs=template_kwargs,
+        max_chars=max_chars,
+        breakdown=breakdown,
+    )
+    return Counted(model, tok, result)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimated:
+    model: LoadedModel
+    tokenizer: LoadedTokenizer
+    estimate: Estimate
+    exact: bool
+    method: str
+
+
+def estimate_request(
+    registry: Registry,
+    model_ref: str,
+    *,
+    messages: list[Any] | None = None,
+    tools: list[Any] | None = None,
+    text: str | None = None,
+    add_generation_prompt: bool = True,
+    template_kwargs: dict[str, Any] | None = None,
+    max_output_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cached_input_tokens: int = 0,
+    max_chars: int = 32 * 1024 * 1024,
+) -> Estimated:
+    """Input tokens from a conversation or a text (exactly one); output tokens from
+    `output_tokens`, else `max_output_tokens`, else the model's maximum."""
+    if (messages is None) == (text is None):
+        raise ChatInputError(None, "messages", "give exactly one of messages or text")
+    if output_tokens is not None and max_output_tokens is not None:
+        raise ChatInputError(None, "output_tokens", "give output_tokens or max_output_tokens")
+    model = registry.resolve_model(model_ref)
+    tok = registry.resolve(model.tokenizer_ref)
+    if text is not None:
+        n_input, exact, method = (
+            tok.tokenizer.count(text, disallowed_special=frozenset()),
+            True,
+            "text",
+        )
+    else:
+        counted = count_conversation(
+            registry,
+            model_ref,
+            messages or [],
+            tools,
+            add_generation_prompt=add_generation_prompt,
+            template_kwargs=template_kwargs,
+            max_chars=max_chars,
+            breakdown=False,
+        )
+        n_input, exact, method = (
+            counted.count.input_tokens,
+            counted.count.exact,
+            counted.count.method,
+        )
+    if cached_input_tokens > n_input:
+        raise ChatInputError(None, "cached_input_tokens", f"exceeds the {n_input} input tokens")
+    if output_tokens is not None:
+        n_output = output_tokens
+    elif max_output_tokens is not None:
+        if max_output_tokens > model.profile.max_output_tokens:
+            raise ChatInputError(None, "max_output_tokens", f"exceeds the model's maximum of "
+                                 f"{model.profile.max_output_tokens}")  # fmt: skip
+        n_output = max_output_tokens
+    else:
+        n_output = model.profile.max_output_tokens
+    result = estimate(registry.models, model, n_input, n_output, cached_input_tokens)
+    return Estimated(model, tok, result, exact, method)

@@ -1,0 +1,134 @@
+"""OpenAI's harmony format (gpt-oss), rendered as text whose structure tokens are special.
+
+The mapping from chat messages is the one the gpt-oss chat template and vLLM use: a default
+system message (identity, knowledge cutoff, reasoning effort, valid channels); the `system` and
+`developer` roles' content as the developer message's instructions; tools as developer functions
+(`namespace functions`, a TypeScript-like signature per tool); earlier assistant turns as
+`final`-channel messages; assistant tool calls to `functions.NAME` on the commentary channel;
+tool results from `functions.NAME` to the assistant; the prompt ends in `<|start|>assistant`.
+Message text is ordinary text (a special-token literal typed in it is not special): `render`
+returns segments of (text, is_special) so the caller encodes each correctly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from service.errors import ChatInputError
+from service.models.conversation import message_text
+from service.store.modelfile import HarmonyChat
+
+Segments = list[tuple[str, bool]]  # (text, True: one special token literal)
+
+
+def render(
+    fmt: HarmonyChat,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    add_generation_prompt: bool,
+) -> Segments:
+    out: Segments = []
+    system = (
+        f"{fmt.model_identity}\nKnowledge cutoff: {fmt.knowledge_cutoff}\n\n"
+        f"Reasoning: {fmt.reasoning_effort}\n\n"
+        "# Valid channels: analysis, commentary, final. Channel must be included for every message."
+    )
+    if tools:
+        system += "\nCalls to these tools must go to the commentary channel: 'functions'."
+    _message(out, "system", system)
+    instructions = "\n".join(
+        message_text(m) for m in messages if m["role"] in ("system", "developer")
+    )
+    developer = ""
+    if instructions:
+        developer = f"# Instructions\n\n{instructions}"
+    if tools:
+        developer += ("\n\n" if developer else "") + _tools_text(tools)
+    if developer:
+        _message(out, "developer", developer)
+    names: dict[str, str] = {}  # tool_call_id -> function name
+    last_call = ""
+    for i, m in enumerate(messages):
+        role = m["role"]
+        if role in ("system", "developer"):
+            continue
+        if role == "user":
+            _message(out, "user", message_text(m))
+        elif role == "assistant":
+            if text := message_text(m):
+                _message(out, "assistant", text, channel="final")
+            for call in m.get("tool_calls", []):
+                fn = call["function"]
+                last_call = fn["name"]
+                if call.get("id"):
+                    names[call["id"]] = last_call
+                args = json.dumps(fn["arguments"], ensure_ascii=False, separators=(",", ":"))
+                out += [("<|start|>", True), (f"assistant to=functions.{last_call}", False),
+                        ("<|channel|>", True), ("commentary ", False), ("<|constrain|>", True),
+                        ("json", False), ("<|message|>", True), (args, False),
+                        ("<|call|>", True)]  # fmt: skip
+        else:  # tool
+            name = names.get(m.get("tool_call_id") or "", m.get("name") or last_call)
+            if not name:
+                raise ChatInputError(i, "tool_call_id", "names no earlier tool call")
+            author = f"functions.{name} to=assistant"
+            _message(out, author, message_text(m), channel="commentary")
+    if add_generation_prompt:
+        out += [("<|start|>", True), ("assistant", False)]
+    return out
+
+
+def _message(out: Segments, header: str, text: str, channel: str | None = None) -> None:
+    out += [("<|start|>", True), (header, False)]
+    if channel is not None:
+        out += [("<|channel|>", True), (channel, False)]
+    out += [("<|message|>", True), (text, False), ("<|end|>", True)]
+
+
+def _tools_text(tools: list[dict[str, Any]]) -> str:
+    lines = ["# Tools", "", "## functions", "", "namespace functions {", ""]
+    for tool in tools:
+        fn = tool["function"]
+        if fn.get("description"):
+            lines.append(f"// {fn['description']}")
+        params = fn.get("parameters") or {}
+        if "properties" in params:
+            lines.append(f"type {fn['name']} = (_: {{")
+            lines += _properties(params, "")
+            lines.append("}) => any;")
+        else:
+            lines.append(f"type {fn['name']} = () => any;")
+        lines.append("")
+    lines.append("} // namespace functions")
+    return "\n".join(lines)
+
+
+def _properties(schema: dict[str, Any], indent: str) -> list[str]:
+    required = set(schema.get("required", []))
+    lines: list[str] = []
+    for key, prop in (schema.get("properties") or {}).items():
+        if prop.get("description"):
+            lines.append(f"{indent}// {prop['description']}")
+        mark = "" if key in required else "?"
+        default = f" // default: {json.dumps(prop['default'])}" if "default" in prop else ""
+        if prop.get("type") == "object" and "properties" in prop:
+            lines.append(f"{indent}{key}{mark}: {{")
+            lines += _properties(prop, indent + "    ")
+            lines.append(f"{indent}    }},{default}")
+        else:
+            lines.append(f"{indent}{key}{mark}: {_type(prop)},{default}")
+    return lines
+
+
+def _type(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"])
+    kind = prop.get("type")
+    if kind == "array":
+        return f"{_type(prop.get('items') or {})}[]"
+    if kind in ("integer", "number"):
+        return "number"
+    if kind in ("string", "boolean", "null"):
+        return str(kind)
+    return "any"

@@ -1,0 +1,105 @@
+"""Hugging Face chat templates, rendered the way transformers renders them, within bounds.
+
+The environment is transformers' (`apply_chat_template`): jinja2's ImmutableSandboxedEnvironment
+with `trim_blocks`, `lstrip_blocks` and the `loopcontrols` extension, a `tojson` filter that does
+not escape HTML and keeps non-ASCII, and the globals `raise_exception`, `strftime_now`, `dict`
+and `namespace`. Rendering streams, so output beyond `max_chars` or past `max_seconds` stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+import jinja2.utils
+
+from service.errors import LimitExceededError, TemplateError
+
+
+def _raise_exception(message: str) -> None:
+    raise jinja2.TemplateError(message)
+
+
+def _tojson(
+    x: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    return json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+class _Namespace(jinja2.utils.Namespace):
+    """transformers' namespace: no underscore-prefixed attributes."""
+
+    def __init__(*args: Any, **kwargs: Any) -> None:
+        self, rest = args[0], args[1:]
+        attrs = dict(*rest, **kwargs)
+        for name in attrs:
+            _check_name(name)
+        jinja2.utils.Namespace.__init__(self, attrs)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        _check_name(name)
+        jinja2.utils.Namespace.__setitem__(self, name, value)
+
+
+def _check_name(name: object) -> None:
+    if isinstance(name, str) and name.startswith("_"):
+        raise jinja2.exceptions.SecurityError(f"underscore-prefixed namespace attribute {name!r}")
+
+
+@lru_cache(maxsize=32)
+def compile_template(source: str) -> jinja2.Template:
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    env.globals["dict"] = dict
+    env.globals["namespace"] = _Namespace
+    return env.from_string(source)
+
+
+def render(
+    source: str,
+    variables: dict[str, Any],
+    *,
+    max_chars: int,
+    max_seconds: float = 5.0,
+) -> str:
+    """Render the template; its own errors become TemplateError, runaway output a limit error."""
+    template = compile_template(source)
+    parts: list[str] = []
+    size = 0
+    deadline = time.monotonic() + max_seconds
+    try:
+        for chunk in template.generate(**variables):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > max_chars:
+                raise LimitExceededError("rendered chat template (characters)", max_chars, size)
+            if time.monotonic() > deadline:
+                raise LimitExceededError("chat template rendering time (ms)",
+                                         int(max_seconds * 1000))  # fmt: skip
+    except jinja2.TemplateError as exc:
+        raise TemplateError(exc.message or type(exc).__name__) from None
+    except RecursionError:
+        raise TemplateError("the template recursed too deeply") from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise TemplateError(f"{type(exc).__name__}: {exc}") from None
+    return "".join(parts)

@@ -1,0 +1,74 @@
+"""Seeded generator of OpenAI-style conversations for the chat-count oracle tests and benchmark.
+
+Every role, multi-turn, tools and tool calls, tool responses, reasoning content, Chinese, emoji,
+empty content and special-token literals typed inside message text.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+WORDS = ["hello", "world", "the", "weather", "in", "Paris", "is", "nice", "today", "42", "3.14",
+         "你好", "世界", "天气", "很好", "🎉", "👩‍💻", "🇫🇷", "naïve", "café", "\n", "  ", "\t", "?",
+         "don't", "JSON: {\"a\": 1}", "<b>html</b>", "x" * 30]  # fmt: skip
+LITERALS = ["<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
+            "<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>"]  # fmt: skip
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Get the current weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city, e.g. Paris"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Unit"},
+            "days": {"type": "integer", "description": "How many days"},
+        }, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Search the web",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "什么 to search"},
+            "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags"},
+            "exact": {"type": "boolean", "description": "Exact match"},
+        }, "required": ["query", "exact"]}}},
+    {"type": "function", "function": {"name": "now", "description": "The time now"}},
+]  # fmt: skip
+
+
+def text(rng: random.Random, literals: bool = True) -> str:
+    if rng.random() < 0.08:
+        return ""
+    parts = [rng.choice(WORDS) for _ in range(rng.randint(1, 12))]
+    if literals and rng.random() < 0.25:
+        parts.insert(rng.randint(0, len(parts)), rng.choice(LITERALS))
+    return " ".join(parts) if rng.random() < 0.7 else "".join(parts)
+
+
+def conversation(
+    rng: random.Random, *, reasoning: bool = True, literals: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    messages: list[dict[str, Any]] = []
+    if rng.random() < 0.6:
+        messages.append({"role": "system", "content": text(rng, literals)})
+    call_id = 0
+    for _ in range(rng.randint(1, 4)):
+        messages.append({"role": "user", "content": text(rng, literals) or "hi"})
+        if rng.random() < 0.4:
+            calls = []
+            for _ in range(rng.randint(1, 2)):
+                call_id += 1
+                args = {"city": rng.choice(WORDS), "days": rng.randint(1, 9)}
+                arguments = json.dumps(args, ensure_ascii=False)
+                function = {"name": "get_weather", "arguments": arguments}
+                calls.append({"id": f"call_{call_id}", "type": "function", "function": function})
+            messages.append({"role": "assistant", "content": "", "tool_calls": calls})
+            for call in calls:
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": json.dumps({"temp": rng.randint(-5, 30)})})  # fmt: skip
+        if rng.random() < 0.85:
+            reply: dict[str, Any] = {"role": "assistant", "content": text(rng, literals)}
+            if reasoning and rng.random() < 0.4:
+                reply["reasoning_content"] = text(rng, False)
+            messages.append(reply)
+    tools = rng.sample(TOOLS, rng.randint(1, len(TOOLS))) if rng.random() < 0.5 else None
+    return messages, tools

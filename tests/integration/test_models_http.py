@@ -1,0 +1,227 @@
+"""Models, chat counts, estimates, truncate and chunk over real HTTP (uvicorn on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.chatgen import TOOLS
+from tests.modelstores import make_store, model
+from tests.serverproc import Server, start_server, stop_server
+
+CHAT = [{"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris? 你好 🎉"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"},
+        {"role": "assistant", "content": "21 °C."},
+        {"role": "user", "content": "Thanks"}]  # fmt: skip
+
+
+def problem(r: httpx.Response, status: int, kind: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    doc: dict[str, Any] = r.json()
+    assert doc["type"] == f"/problems/{kind}", doc
+    return doc
+
+
+def test_list_and_describe_models(server: Server) -> None:
+    models = httpx.get(f"{server.base}/v1/models").json()["models"]
+    assert {"qwen2.5", "qwen3", "gpt-oss", "gpt-4o", "gpt-4"} <= {m["name"] for m in models}
+    info = httpx.get(f"{server.base}/v1/models/gpt-4o-2024-08-06").json()
+    assert info["name"] == "gpt-4o" and info["tokenizer"] == "o200k_base@1"
+    assert not info["exact"] and info["prices"]["currency"] == "USD"
+    assert isinstance(info["prices"]["input_per_million"], str)
+    qwen = httpx.get(f"{server.base}/v1/models/qwen3@1").json()
+    assert qwen["exact"] and qwen["chat_format"] == "jinja" and len(qwen["template_sha256"]) == 64
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "qwen3", "gpt-oss", "gpt-4o"])
+def test_count_adds_up_and_matches_its_ids(server: Server, name: str) -> None:
+    body = {"messages": CHAT, "tools": TOOLS, "return_ids": True, "return_text": True}
+    r = httpx.post(f"{server.base}/v1/models/{name}/count", json=body)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    parts = doc["tools_tokens"] + sum(m["tokens"] for m in doc["messages"])
+    assert parts + sum(doc["overhead"].values()) == doc["input_tokens"]
+    assert [m["role"] for m in doc["messages"]] == [m["role"] for m in CHAT]
+    if doc["exact"]:
+        assert len(doc["ids"]) == doc["input_tokens"] and doc["text"]
+        tok = doc["tokenizer"]["name"]
+        dec = httpx.post(f"{server.base}/v1/tokenizers/{tok}/decode", json={"ids": doc["ids"]})
+        assert dec.json()["text"] == doc["text"]
+
+
+def test_estimate_costs_are_decimal_strings(server: Server) -> None:
+    body = {"messages": CHAT, "output_tokens": 1000}
+    doc = httpx.post(f"{server.base}/v1/models/gpt-4o/estimate", json=body).json()
+    n = doc["input_tokens"]
+    assert doc["cost"]["output"] == "0.01"  # 1000 tokens at 10.00 per 1M
+    assert Decimal(doc["cost"]["input"]) == n * Decimal("2.50") / 1_000_000
+    assert Decimal(doc["cost"]["total"]) == Decimal(doc["cost"]["input"]) + Decimal("0.01")
+    assert doc["remaining_context"] == 128000 - n - 1000 and doc["currency"] == "USD"
+    text = httpx.post(f"{server.base}/v1/models/gpt-4/estimate",
+                      json={"text": "hello world", "output_tokens": 0}).json()  # fmt: skip
+    assert text["input_tokens"] == 2 and text["cost"]["total"] == "0.00006"
+
+
+def test_unknown_model_lists_models(server: Server) -> None:
+    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-9/count", json={"messages": []}),
+                  404, "unknown-model")  # fmt: skip
+    assert "gpt-4o@1" in doc["available"]
+
+
+def test_unknown_role_names_index_and_field(server: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}]}
+    doc = problem(httpx.post(f"{server.base}/v1/models/qwen3/count", json=body),
+                  422, "invalid-message")  # fmt: skip
+    assert doc["index"] == 1 and doc["field"] == "role"
+
+
+def test_malformed_tool_call_names_index_and_field(server: Server) -> None:
+    bad = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}
+    body = {"messages": [{"role": "user", "content": "a"}, bad]}
+    doc = problem(httpx.post(f"{server.base}/v1/models/qwen2.5/count", json=body),
+                  422, "invalid-message")  # fmt: skip
+    assert doc["index"] == 1 and doc["field"] == "tool_calls[0].function.arguments"
+    bad = {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}
+    body = {"messages": [bad]}
+    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-oss/count", json=body),
+                  422, "invalid-message")  # fmt: skip
+    assert doc["index"] == 0 and "tool_calls[0].function" in doc["field"]
+
+
+def test_missing_price_and_overflow(server: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    doc = problem(httpx.post(f"{server.base}/v1/models/qwen3/estimate", json=body),
+                  422, "price-missing")  # fmt: skip
+    assert "qwen3@1" in doc["detail"]
+    body = {"text": " hello" * 9000, "output_tokens": 10}
+    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-4/estimate", json=body),
+                  422, "context-overflow")  # fmt: skip
+    assert doc["needed"] == 9010 and doc["context_window"] == 8192
+
+
+def test_truncate_and_chunk(server: Server) -> None:
+    text = "Hello world, 你好 🎉 " * 50
+    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/truncate",
+                   json={"text": text, "max_tokens": 20, "keep": "end"}).json()  # fmt: skip
+    assert r["truncated"] and text.endswith(r["text"]) and r["count"] <= 20
+    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/chunk",
+                   json={"text": text, "max_tokens": 50, "overlap": 5}).json()  # fmt: skip
+    assert r["chunks"][0]["start"] == 0 and r["chunks"][-1]["end"] == len(text)
+    assert all(c["count"] <= 50 for c in r["chunks"])
+    problem(httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/chunk",
+                       json={"text": text, "max_tokens": 5, "overlap": 5}),
+            422, "invalid-input")  # fmt: skip
+
+
+# --- templates that raise or run away, in a store of their own -------------------------------
+
+RAISING = ("{% for m in messages %}{% if m.role == 'system' %}"
+           "{{ raise_exception('System role not supported') }}{% endif %}"
+           "{{ m.content }}{% endfor %}")  # fmt: skip
+RUNAWAY = (
+    "{% for i in range(100000) %}{% for j in range(100000) %}0123456789{% endfor %}{% endfor %}"
+)
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    store = make_store(tmp_path_factory.mktemp("models"),
+                       [model("raising", RAISING), model("runaway", RUNAWAY)])  # fmt: skip
+    s = start_server(1, TOKSVC_STORE=str(store), TOKSVC_MAX_BODY_BYTES="65536")
+    yield s
+    stop_server(s)
+
+
+def test_template_that_raises_is_a_422_with_its_message(own_server: Server) -> None:
+    body = {"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]}
+    doc = problem(httpx.post(f"{own_server.base}/v1/models/raising/count", json=body),
+                  422, "template-error")  # fmt: skip
+    assert "System role not supported" in doc["detail"]
+    ok = httpx.post(f"{own_server.base}/v1/models/raising/count",
+                    json={"messages": [{"role": "user", "content": "y"}]})  # fmt: skip
+    assert ok.status_code == 200 and ok.json()["input_tokens"] > 0
+
+
+def test_runaway_template_is_bounded_and_the_worker_keeps_serving(own_server: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "y"}]}
+    doc = problem(httpx.post(f"{own_server.base}/v1/models/runaway/count", json=body, timeout=60),
+                  413, "limit-exceeded")  # fmt: skip
+    assert doc["limit"] == 65536 * 4
+    assert httpx.get(f"{own_server.base}/v1/models").status_code == 200
+
+
+def test_store_path_is_not_shared(tmp_path: Path) -> None:
+    """The model files of a store are plain JSON a reader can audit."""
+    store = make_store(tmp_path, [model("raising", RAISING)])
+    assert json.loads((store / "models" / "raising@1.json").read_text())["name"] == "raising"
+
+
+def test_decode_can_skip_special_tokens(server: Server) -> None:
+    body = {"messages": [{"role": "user", "content": "Hi"}], "return_ids": True}
+    ids = httpx.post(f"{server.base}/v1/models/qwen2.5/count", json=body).json()["ids"]
+    url = f"{server.base}/v1/tokenizers/qwen2.5/decode"
+    full = httpx.post(url, json={"ids": ids}).json()["text"]
+    bare = httpx.post(url, json={"ids": ids, "skip_special_tokens": True}).json()["text"]
+    assert "<|im_start|>" in full and "<|im_start|>" not in bare
+    assert bare == full.replace("<|im_start|>", "").replace("<|im_end|>", "")
+
+
+def test_encode_pieces_and_offsets(server: Server) -> None:
+    url = f"{server.base}/v1/tokenizers/cl100k_base/encode"
+    doc = httpx.post(url, json={"text": "Hi 🙂", "pieces": True, "offsets": "utf16"}).json()
+    assert doc["pieces"] == ["Hi", " 🙂"]
+    assert doc["offsets"] == [[0, 2], [2, 5]]  # 🙂 is 2 UTF-16 units
+    split = httpx.post(url, json={"text": "🙂", "pieces": True}).json()["pieces"]
+    assert split == [{"base64": "8J8="}, {"base64": "mYI="}]  # its 4 bytes over 2 tokens
+    batch = httpx.post(url, json={"texts": ["a", "b c"], "offsets": "codepoints"}).json()
+    assert [r["offsets"] for r in batch["results"]] == [[[0, 1]], [[0, 1], [1, 3]]]
+    count = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
+                       json={"text": "a", "pieces": True})  # fmt: skip
+    assert count.status_code == 400  # count takes no pieces
+
+
+def test_ndjson_stream_meters_with_a_model(server: Server) -> None:
+    body = b'{"ids": [9906]}\n{"ids": [11, 1917]}\n'
+    url = f"{server.base}/v1/tokenizers/cl100k_base/decode/stream?model=gpt-4"
+    r = httpx.post(url, content=body, headers={"content-type": "application/x-ndjson"})
+    lines = [json.loads(line) for line in r.text.splitlines()]
+    assert [line.get("count") for line in lines] == [1, 3, 3]
+    usage = lines[-1]["usage"]
+    assert lines[-1]["done"] and usage["output_tokens"] == 3 and usage["model"] == "gpt-4@1"
+    assert Decimal(usage["cost"]) == 3 * Decimal("60.00") / 1_000_000
+    plain = httpx.post(url.split("?", maxsplit=1)[0], content=body,
+                       headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    assert "count" not in plain.text and "usage" not in plain.text  # off unless asked
+    unknown = httpx.post(url.replace("gpt-4", "gpt-9"), content=body,
+                         headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    problem(unknown, 404, "unknown-model")
+
+
+def test_websocket_meters_without_a_price(server: Server) -> None:
+    from websockets.sync.client import connect  # noqa: PLC0415
+
+    url = f"ws://127.0.0.1:{server.port}/v1/tokenizers/qwen3/decode/ws?model=qwen3"
+    with connect(url) as ws:
+        ws.send(json.dumps({"ids": [9707]}))
+        assert json.loads(ws.recv())["count"] == 1
+        ws.send(json.dumps({"ids": [11, 1879], "final": True}))
+        last = json.loads(ws.recv())
+    assert last["done"] and last["usage"] == {"output_tokens": 3, "model": "qwen3@1"}
+
+
+def test_count_without_breakdown_gives_the_same_total(server: Server) -> None:
+    url = f"{server.base}/v1/models/qwen3/count"
+    full = httpx.post(url, json={"messages": CHAT, "tools": TOOLS}).json()
+    once = httpx.post(url, json={"messages": CHAT, "tools": TOOLS, "breakdown": False}).json()
+    assert once["input_tokens"] == full["input_tokens"] and once["messages"] == []
+    assert once["overhead"] == {"unattributed": full["input_tokens"]}

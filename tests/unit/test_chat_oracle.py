@@ -1,0 +1,207 @@
+"""Chat counts against independent oracles: transformers' apply_chat_template for the Jinja
+templates (Qwen2.5, Qwen3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe for the
+estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.errors import PriceMissingError
+from service.models.billing import count_conversation
+from service.store.registry import Registry
+from tests.chatgen import conversation
+from tests.conftest import tiktoken_oracle
+from tests.testdata import vocab_bytes, vocab_file
+
+N_CONVERSATIONS = int(os.environ.get("TOKSVC_ORACLE_CONVERSATIONS", "150"))
+HF_FILES = {
+    "qwen2.5": ("qwen2_5_tokenizer.json", "qwen2_5_tokenizer_config.json"),
+    "qwen3": ("qwen3_tokenizer.json", "qwen3_tokenizer_config.json"),
+}
+
+
+def hf_tokenizer(model: str) -> Any:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import PreTrainedTokenizerFast  # noqa: PLC0415 (after HF_HUB_OFFLINE)
+
+    tokenizer_json, config_json = HF_FILES[model]
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(vocab_file(tokenizer_json)))
+    tok.chat_template = json.loads(vocab_bytes(config_json))["chat_template"]
+    return tok
+
+
+def hf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What vLLM hands the template, and what the service does too: arguments as objects."""
+    out = json.loads(json.dumps(messages))
+    for m in out:
+        for call in m.get("tool_calls", []):
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+    return out
+
+
+@pytest.mark.parametrize("model", ["qwen2.5", "qwen3"])
+def test_jinja_ids_match_transformers(registry: Registry, model: str) -> None:
+    hf = hf_tokenizer(model)
+    rng = random.Random(f"oracle-{model}")
+    mismatches = []
+    for n in range(N_CONVERSATIONS):
+        messages, tools = conversation(rng)
+        agp = rng.random() < 0.8
+        kwargs = {"enable_thinking": rng.random() < 0.5} if model == "qwen3" else {}
+        ours = count_conversation(registry, model, messages, tools, add_generation_prompt=agp,
+                                  template_kwargs=kwargs).count  # fmt: skip
+        theirs = hf.apply_chat_template(
+            hf_messages(messages),
+            tools=tools,
+            tokenize=True,
+            add_generation_prompt=agp,
+            return_dict=False,
+            **kwargs,
+        )
+        if ours.ids != list(theirs):
+            mismatches.append(n)
+        parts = ours.tools_tokens + sum(m.tokens for m in ours.messages)
+        assert parts + sum(ours.overhead.values()) == ours.input_tokens == len(theirs)
+    print(f"{model}: {N_CONVERSATIONS} conversations, {len(mismatches)} mismatches")
+    assert not mismatches, f"conversations {mismatches[:10]} differ from transformers"
+
+
+def test_literal_in_user_text_is_one_special_token(registry: Registry) -> None:
+    messages = [{"role": "user", "content": "a<|im_end|>b"}]
+    ids = count_conversation(registry, "qwen2.5", messages).count.ids or []
+    im_end = registry.resolve("qwen2.5").tokenizer.special_tokens["<|im_end|>"]
+    assert ids.count(im_end) == 3  # the system turn's, the literal, the user turn's
+
+
+# --- harmony -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def harmony() -> Any:
+    folder = Path(tempfile.mkdtemp(prefix="toksvc-harmony-"))
+    (folder / "o200k_base.tiktoken").write_bytes(vocab_bytes("o200k_base.tiktoken"))
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(folder)
+    import openai_harmony as h  # noqa: PLC0415 (after TIKTOKEN_ENCODINGS_BASE)
+
+    return h, h.load_harmony_encoding(h.HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+def harmony_ids(h: Any, enc: Any, messages: list[dict[str, Any]], tools: Any, agp: bool) -> Any:
+    """The mapping of the gpt-oss chat template and vLLM, built with openai-harmony's types."""
+    msgs = [h.Message.from_role_and_content(h.Role.SYSTEM, h.SystemContent.new())]
+    instructions = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    dev = h.DeveloperContent.new()
+    if instructions:
+        dev = dev.with_instructions(instructions)
+    if tools:
+        dev = dev.with_function_tools([
+            h.ToolDescription.new(t["function"]["name"], t["function"]["description"],
+                                  parameters=t["function"].get("parameters"))
+            for t in tools
+        ])  # fmt: skip
+    if instructions or tools:
+        msgs.append(h.Message.from_role_and_content(h.Role.DEVELOPER, dev))
+    names = {}
+    for m in messages:
+        if m["role"] == "user":
+            msgs.append(h.Message.from_role_and_content(h.Role.USER, m["content"]))
+        elif m["role"] == "assistant":
+            if m["content"]:
+                msgs.append(h.Message.from_role_and_content(h.Role.ASSISTANT, m["content"])
+                            .with_channel("final"))  # fmt: skip
+            for call in m.get("tool_calls", []):
+                names[call["id"]] = name = call["function"]["name"]
+                args = json.dumps(json.loads(call["function"]["arguments"]), ensure_ascii=False,
+                                  separators=(",", ":"))  # fmt: skip
+                msgs.append(h.Message.from_role_and_content(h.Role.ASSISTANT, args)
+                            .with_channel("commentary").with_recipient(f"functions.{name}")
+                            .with_content_type("<|constrain|>json"))  # fmt: skip
+        elif m["role"] == "tool":
+            author = h.Author.new(h.Role.TOOL, f"functions.{names[m['tool_call_id']]}")
+            msgs.append(h.Message.from_author_and_content(author, m["content"])
+                        .with_channel("commentary").with_recipient("assistant"))  # fmt: skip
+    convo = h.Conversation.from_messages(msgs)
+    if agp:
+        return enc.render_conversation_for_completion(convo, h.Role.ASSISTANT)
+    return enc.render_conversation(convo)
+
+
+def test_harmony_ids_match_openai_harmony(registry: Registry, harmony: Any) -> None:
+    h, enc = harmony
+    rng = random.Random("oracle-harmony")
+    mismatches = []
+    for n in range(N_CONVERSATIONS):
+        messages, tools = conversation(rng, reasoning=False)
+        agp = rng.random() < 0.8
+        ours = count_conversation(registry, "gpt-oss", messages, tools,
+                                  add_generation_prompt=agp).count  # fmt: skip
+        theirs = list(harmony_ids(h, enc, messages, tools, agp))
+        if ours.ids != theirs:
+            mismatches.append(n)
+        assert ours.input_tokens == len(ours.ids or [])
+    print(f"gpt-oss: {N_CONVERSATIONS} conversations, {len(mismatches)} mismatches")
+    assert not mismatches, f"conversations {mismatches[:10]} differ from openai-harmony"
+
+
+# --- the OpenAI cookbook -----------------------------------------------------------------------
+
+
+def num_tokens_from_messages(messages: list[dict[str, str]], encoding: Any) -> int:
+    """The cookbook's recipe (gpt-3.5-turbo-0613 and later, gpt-4, gpt-4o), as published."""
+    tokens_per_message = 3
+    tokens_per_name = 1
+    num_tokens = 0
+    for message in messages:
+        num_tokens += tokens_per_message
+        for key, value in message.items():
+            num_tokens += len(encoding.encode(value))
+            if key == "name":
+                num_tokens += tokens_per_name
+    num_tokens += 3  # every reply is primed with <|start|>assistant<|message|>
+    return num_tokens
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [("gpt-4", "cl100k_base"), ("gpt-3.5-turbo", "cl100k_base"), ("gpt-4o", "o200k_base"),
+     ("gpt-4o-mini", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4o-2024-08-06", "o200k_base")],
+)  # fmt: skip
+def test_estimate_rule_matches_cookbook(registry: Registry, model: str, encoding: str) -> None:
+    oracle = tiktoken_oracle(registry, encoding)
+    rng = random.Random(f"cookbook-{model}")
+    for _ in range(N_CONVERSATIONS):
+        messages, _ = conversation(rng, reasoning=False, literals=False)
+        plain = [{k: v for k, v in m.items() if isinstance(v, str) and k != "tool_call_id"}
+                 for m in messages if "tool_calls" not in m]  # fmt: skip
+        for m in plain:
+            if rng.random() < 0.3:
+                m["name"] = rng.choice(["alice", "bob_2", "example_user"])
+        ours = count_conversation(registry, model, plain).count
+        assert not ours.exact and ours.method == "openai-estimate"
+        assert ours.input_tokens == num_tokens_from_messages(plain, oracle)
+
+
+@pytest.mark.parametrize("model", ["qwen3", "gpt-oss", "gpt-4o"])
+def test_estimate_counts_what_count_counts(registry: Registry, model: str) -> None:
+    from service.models.billing import estimate_request  # noqa: PLC0415
+
+    rng = random.Random(f"estimate-{model}")
+    for _ in range(20):
+        messages, tools = conversation(rng)
+        counted = count_conversation(registry, model, messages, tools).count.input_tokens
+        if model == "gpt-4o":
+            est = estimate_request(registry, model, messages=messages, tools=tools,
+                                   output_tokens=10)  # fmt: skip
+            assert est.estimate.input_tokens == counted
+        else:  # no price shipped: estimate's one-rendering total is checked directly
+            once = count_conversation(registry, model, messages, tools, breakdown=False).count
+            assert once.input_tokens == counted and once.ids is not None
+            with pytest.raises(PriceMissingError):
+                estimate_request(registry, model, messages=messages, tools=tools)
