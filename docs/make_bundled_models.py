@@ -1,6 +1,6 @@
 """Write the bundled model profiles, the OpenAI price file and the o200k_harmony tokenizer.
 
-Run from a checkout with ../shared beside it: python scripts/make_bundled_models.py
+Run from a checkout with ../shared beside it: python docs/make_bundled_models.py
 The tokenizer goes to /tmp/mstore (copy it and its manifest entry into tokenizers_store/); the
 model and price files are written into tokenizers_store/ with their manifest entries.
 """
@@ -36,7 +36,8 @@ for name, tok, aliases, ctx, out, func_init in [
     models.append(ModelFile(name=name, version="1", tokenizer=tok, aliases=aliases, context_window=ctx, max_output_tokens=out,
       chat=OpenAIEstimateChat(func_init=func_init, **est),
       metadata=ModelMetadata(description=f"OpenAI API {name}: the cookbook's per-message estimate on {tok.split('@')[0]}", source="OpenAI cookbook, How to count tokens with tiktoken (num_tokens_from_messages, num_tokens_for_tools); context and output limits from OpenAI's model pages")))
-src = "https://openai.com/api/pricing/ (transcribed from OpenAI's published list prices; check before billing)"
+src = ("OpenAI's list prices (https://openai.com/api/pricing/) as known when this file was written, "
+       "without access to that page: NOT re-read on read_on; verify before billing")
 day = "2026-12-01"
 prices = PriceFile(name="openai", version="1", currency="USD", prices=[
   Price(model="gpt-4", input_per_million="30.00", output_per_million="60.00", source=src, read_on=day),
