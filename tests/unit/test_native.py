@@ -17,7 +17,7 @@ from service.bpe import PythonEngine, native
 from service.bpe.native import NativeEngine
 from service.store.engines import native_missing_warning
 from service.store.registry import Registry
-from tests.conftest import corpus_files
+from tests.testdata import CORPUS_NAMES, all_text, corpus_text
 
 RANKS = ["gpt2", "cl100k_base", "o200k_base"]
 PAIRS = ["bard@1", "qwen3"]
@@ -56,7 +56,7 @@ def test_long_pieces_merge_as_the_reference(registry: Registry, ref: str) -> Non
 def test_batch_and_count_agree_with_encode(registry: Registry, ref: str) -> None:
     engine = registry.resolve(ref).tokenizer.engine
     assert isinstance(engine, NativeEngine)
-    texts = [p.read_text("utf-8")[:20000] for p in corpus_files()] + ["", " ", *long_pieces()]
+    texts = [corpus_text(n)[:20000] for n in CORPUS_NAMES] + ["", " ", *long_pieces()]
     encoded = [engine.encode_ordinary(t) for t in texts]
     assert engine.encode_batch(texts) == encoded
     assert engine.count_batch(texts) == [len(ids) for ids in encoded]
@@ -65,7 +65,7 @@ def test_batch_and_count_agree_with_encode(registry: Registry, ref: str) -> None
 
 def test_a_second_thread_runs_during_a_long_encode(registry: Registry) -> None:
     engine = registry.resolve("cl100k_base").tokenizer.engine
-    text = "".join(p.read_text("utf-8") for p in corpus_files()) * 2
+    text = all_text() * 2
     ticks: list[float] = []
     stop = threading.Event()
 

@@ -13,7 +13,8 @@ import regex
 from service.bpe.native import NativeEngine, split
 from service.store.presets import PATTERNS
 from service.store.registry import Registry
-from tests.conftest import corpus_files, tiktoken_oracle
+from tests.conftest import tiktoken_oracle
+from tests.testdata import CORPUS_NAMES, corpus_text
 
 SCANNED = {"gpt2": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k", "qwen2": "qwen2"}
 BLOCK = 0x10000
@@ -49,9 +50,9 @@ def test_every_code_point_splits_as_tiktoken(registry: Registry, name: str) -> N
 @pytest.mark.parametrize("scanner", sorted(PATTERNS))
 def test_scanners_split_the_corpora_as_the_regex_module(scanner: str) -> None:
     pattern = regex.compile(PATTERNS[scanner])
-    for path in corpus_files():
-        text = path.read_text("utf-8")
-        assert split(scanner, text) == pattern.findall(text), path.name
+    for name in CORPUS_NAMES:
+        text = corpus_text(name)
+        assert split(scanner, text) == pattern.findall(text), name
 
 
 @pytest.mark.parametrize("scanner", sorted(PATTERNS))
