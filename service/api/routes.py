@@ -37,6 +37,7 @@ from service.errors import (
     NotReadyError,
 )
 from service.settings import Settings
+from service.store.engines import native_missing_warning
 from service.store.registry import LoadedTokenizer, Registry
 
 # --- shared helpers ----------------------------------------------------------------------------
@@ -119,7 +120,10 @@ def readyz(state: State) -> Response[Any]:
                   else str(NotReadyError()))  # fmt: skip
         doc = problems.problem(503, "not-ready", "Not ready", detail, failures=reasons)
         return problems.response(doc, {"Retry-After": "1"})
-    return Response(HealthResponse(status="ready", tokenizers=len(registry)))
+    warning = native_missing_warning()  # ready, but slow: say so where operators look
+    return Response(HealthResponse(status="ready", tokenizers=len(registry),
+                                   engine="python" if warning else "native",
+                                   warnings=[warning] if warning else None))  # fmt: skip
 
 
 # --- encode and count ---------------------------------------------------------------------

@@ -276,6 +276,12 @@ class HealthResponse(_Response, frozen=True):
     status: Annotated[str, doc("`ok` (liveness) or `ready` (readiness)", "ready")]
     tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
     failures: Annotated[list[str] | None, doc("store files that did not load, and why")] = None
+    engine: Annotated[
+        str | None, doc("`native`, or `python` when the native engine was not built", "native")
+    ] = None
+    warnings: Annotated[
+        list[str] | None, doc("what an operator should know, e.g. a missing native engine")
+    ] = None
 
 
 class ProblemResponse(Struct, frozen=True, kw_only=True):

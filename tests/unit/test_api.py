@@ -216,3 +216,14 @@ def test_metrics_count_tokens_and_utf8_bytes(client: TestClient[Any]) -> None:
         'route="/v1/tokenizers/{ref}/encode",status="200"}' in text
     )
     assert 'toksvc_request_duration_seconds_bucket{le="0.001",operation="encode"' in text
+
+
+def test_readyz_says_which_engine_serves_and_warns_without_the_native_one(
+    client: TestClient[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = client.get("/readyz").json()
+    assert body["engine"] == "native" and "warnings" not in body
+    monkeypatch.setattr("service.bpe.native.AVAILABLE", False)
+    body = client.get("/readyz").json()
+    assert body["status"] == "ready" and body["engine"] == "python"
+    assert "native engine is NOT built" in body["warnings"][0]
