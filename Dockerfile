@@ -11,7 +11,8 @@ ARG BASE=debian:bookworm-slim
 
 FROM ${BASE} AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
+ && apt-get install -y --no-install-recommends python3 python3-venv python3-dev gcc libc6-dev \
+    ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY certs/ /tmp/certs/
 RUN cat /tmp/certs/*.crt >> /etc/ssl/certs/ca-certificates.crt 2>/dev/null; true
@@ -22,7 +23,8 @@ COPY pyproject.toml setup.py README.md /src/
 COPY service/ /src/service/
 COPY tokenizers_store/ /src/tokenizers_store/
 RUN /opt/toksvc/bin/pip install /src && rm -rf /src
-RUN /opt/toksvc/bin/toksvc verify
+RUN /opt/toksvc/bin/toksvc verify \
+ && /opt/toksvc/bin/python -c "import service.bpe.native as n; assert n.AVAILABLE, 'native engine not built'"
 
 FROM ${BASE}
 RUN apt-get update \
