@@ -26,12 +26,14 @@ ASSETS_PATH = f"{SCHEMA_PATH}/assets"
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 SWAGGER = f"{ASSETS_PATH}/swagger-ui"
 
-DESCRIPTION = """Exact BPE token ids, counts, decoding and streaming decode.
+DESCRIPTION = """Exact BPE token ids, counts, decoding and streaming decode; chat counts and
+cost estimates per model.
 
 A tokenizer reference `{ref}` is a name (its default version, e.g. `cl100k_base`) or
-`name@version`. Every encode, count and decode response names the exact vocabulary file that
-produced it (`tokenizer`: name, version, sha256). Request bodies are strict: unknown fields and
-wrong types are refused with a 400. Every error is an RFC 9457 problem document
+`name@version`; a model `{model}` likewise (e.g. `gpt-4o`, `qwen3`, `gpt-4o@1`) or an alias.
+Every encode, count and decode response names the exact vocabulary file that produced it
+(`tokenizer`: name, version, sha256). Request bodies are strict: unknown fields and wrong types
+are refused with a 400. Every error is an RFC 9457 problem document
 (`application/problem+json`); its `type` is listed in the project's docs/api.md.
 
 WebSocket streaming (`/v1/tokenizers/{ref}/decode/ws`) and `/metrics` (Prometheus text) are
@@ -41,6 +43,15 @@ TAGS = [
     Tag(name="tokenizers", description="The tokenizers this service serves, and their metadata."),
     Tag(name="encode and count", description="Text to token ids, or just their number."),
     Tag(name="decode", description="Token ids back to text (or raw bytes)."),
+    Tag(
+        name="text budgets",
+        description="Fit text to a token budget: truncate it, or split it into chunks.",
+    ),
+    Tag(
+        name="models",
+        description="Model profiles (tokenizer, chat format, limits, prices): count a "
+        "conversation as the model bills it, and estimate a request's cost.",
+    ),
     Tag(
         name="streaming",
         description="Decode ids as they are generated, never showing half a character.",

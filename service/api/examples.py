@@ -1,7 +1,8 @@
 """Whole request and response bodies for the docs page: named examples per operation.
 
-"Try it out" sends a request example as it is; with `cl100k_base` each one gets a 200 whose body
-is the response example of the same name (tests/unit/test_openapi_docs.py checks both).
+"Try it out" sends a request example as it is; with `cl100k_base` (tokenizer routes) or `gpt-4o`
+(model routes) each one gets a 200 whose body is the response example of the same name
+(tests/unit/test_openapi_docs.py checks both).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from service.api.models_wire import ChatCountRequest, ChunkRequest, EstimateRequest, TruncateRequest
 from service.api.wire import (
     CountRequest,
     DecodeRequest,
@@ -27,6 +29,35 @@ CL100K = {
     "version": "1",
     "sha256": "55e31bb263f2e9df55cd1b3ffc5c8c962897b61e777f12340ee97ab79ecfdbaf",
 }
+GPT4O = {
+    "name": "gpt-4o",
+    "version": "1",
+    "sha256": "6bb9f83d6b322fb977e63eabe46ae065bcaa6eab570f9eb45b93b37f088b9b07",
+}
+O200K = {
+    "name": "o200k_base",
+    "version": "1",
+    "sha256": "c9019bf39817205131ed3a911e9a84657938bb0e422e67a8b608774993955ca7",
+}
+PRICED = {  # the price file behind every estimate below
+    "currency": "USD",
+    "price_file": "openai@1",
+    "price_file_sha256": "9b6eb8ea0d1aa34f37b670e7aed7e48279def2d5db5206ea0ec2c3293252ec14",
+}
+CHAT = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Hello, world"},
+]
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}  # fmt: skip
+CHAT_COUNTED = [
+    {"index": 0, "role": "system", "tokens": 8},
+    {"index": 1, "role": "user", "tokens": 7},
+]
+OVERHEAD = {"preamble": 0, "generation_prompt": 3}
+SENTENCES = "Hello, world. How are you?"
 HELLO, HOW = [9906, 11, 1917], [4438, 527, 499, 30]  # "Hello, world", "How are you?"
 TEXTS = ["Hello, world", "How are you?"]
 TEXTBOOK = [[98, 99, 256], [97, 98, 257], [257, 99, 258]]  # merges b+c, a+b, ab+c
@@ -133,5 +164,77 @@ EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
         {"small": ("three merges", {"text": "low lower lowest", "merges": 3, "min_frequency": 1})},
         {"small": ("three merges", {"merges": [[108, 111, 256], [256, 119, 257], [32, 257, 258]],
                                     "tokens": ["6c6f", "6c6f77", "206c6f77"], "pattern": "gpt2"})},
+    ),
+    ChatCountRequest: (
+        {
+            "chat": ("a conversation", {"messages": CHAT}),
+            "tools": ("a message and a tool",
+                      {"messages": [{"role": "user", "content": "Weather in Paris?"}],
+                       "tools": [WEATHER]}),
+        },
+        {
+            "chat": ("a conversation", {
+                "input_tokens": 18, "messages": CHAT_COUNTED, "tools_tokens": 0,
+                "overhead": OVERHEAD, "exact": False, "method": "openai-estimate",
+                "model": GPT4O, "tokenizer": O200K}),
+            "tools": ("a message and a tool", {
+                "input_tokens": 47, "messages": [{"index": 0, "role": "user", "tokens": 8}],
+                "tools_tokens": 36, "overhead": OVERHEAD, "exact": False,
+                "method": "openai-estimate", "model": GPT4O, "tokenizer": O200K}),
+        },
+    ),
+    EstimateRequest: (
+        {
+            "chat": ("a conversation and an expected reply length",
+                     {"messages": CHAT, "output_tokens": 100}),
+            "text": ("a text and the request's output limit",
+                     {"text": "Hello, world", "max_output_tokens": 1000}),
+        },
+        {
+            "chat": ("a conversation and an expected reply length", {
+                "input_tokens": 18, "cached_input_tokens": 0, "output_tokens": 100,
+                "exact": False, "method": "openai-estimate",
+                "cost": {"input": "0.000045", "cached_input": "0.0", "output": "0.001",
+                         "total": "0.001045"},
+                **PRICED, "context_window": 128000, "remaining_context": 127882,
+                "model": GPT4O, "tokenizer": O200K}),
+            "text": ("a text and the request's output limit", {
+                "input_tokens": 3, "cached_input_tokens": 0, "output_tokens": 1000,
+                "exact": True, "method": "text",
+                "cost": {"input": "0.0000075", "cached_input": "0.0", "output": "0.01",
+                         "total": "0.0100075"},
+                **PRICED, "context_window": 128000, "remaining_context": 126997,
+                "model": GPT4O, "tokenizer": O200K}),
+        },
+    ),
+    TruncateRequest: (
+        {
+            "start": ("keep the start", {"text": "How are you?", "max_tokens": 2}),
+            "end": ("keep the end", {"text": "How are you?", "max_tokens": 2, "keep": "end"}),
+        },
+        {
+            "start": ("keep the start", {"text": "How are", "count": 2, "truncated": True,
+                                         "start": 0, "end": 7, "tokenizer": CL100K}),
+            "end": ("keep the end", {"text": " you?", "count": 2, "truncated": True,
+                                     "start": 7, "end": 12, "tokenizer": CL100K}),
+        },
+    ),
+    ChunkRequest: (
+        {
+            "chunks": ("chunks of at most 4 tokens", {"text": SENTENCES, "max_tokens": 4}),
+            "overlap": ("overlapping by at most one token",
+                        {"text": SENTENCES, "max_tokens": 4, "overlap": 1}),
+        },
+        {
+            "chunks": ("chunks of at most 4 tokens", {"chunks": [
+                {"text": "Hello, world.", "start": 0, "end": 13, "count": 4},
+                {"text": " How are you?", "start": 13, "end": 26, "count": 4}],
+                "tokenizer": CL100K}),
+            "overlap": ("overlapping by at most one token", {"chunks": [
+                {"text": "Hello, world.", "start": 0, "end": 13, "count": 4},
+                {"text": ". How are you", "start": 12, "end": 25, "count": 4},
+                {"text": " you?", "start": 21, "end": 26, "count": 2}],
+                "tokenizer": CL100K}),
+        },
     ),
 }  # fmt: skip

@@ -23,6 +23,7 @@ from service.api.models_wire import (
     ModelRef,
     PriceInfo,
 )
+from service.api.openapi import operation
 from service.api.routes import ref_of, registry_of
 from service.models import billing
 from service.models.pricing import money
@@ -58,14 +59,21 @@ def model_ref(m: LoadedModel) -> ModelRef:
 
 
 @get("/v1/models", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(503))  # fmt: skip
+     responses=problems.documented(503), tags=["models"], summary="List the models",
+     description="Every loaded model profile (every version of every name): its tokenizer, "
+     "chat format, whether its counts are exact, context and output limits, and list prices.",
+     response_description="the loaded model profiles", operation_class=operation())  # fmt: skip
 def list_models(state: State) -> ModelListResponse:
     registry = registry_of(state)
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
 @get("/v1/models/{model:str}", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(404, 503))  # fmt: skip
+     responses=problems.documented(400, 404, 503), tags=["models"],
+     summary="Describe one model", description="The profile `{model}` (a name, an alias or "
+     "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
+     "prices.", response_description="the model profile",
+     operation_class=operation())  # fmt: skip
 def get_model(state: State, model: FromPath[str]) -> ModelInfo:
     registry = registry_of(state)
     return info_of(registry, registry.resolve_model(model))
@@ -73,7 +81,14 @@ def get_model(state: State, model: FromPath[str]) -> ModelInfo:
 
 @post("/v1/models/{model:str}/count", status_code=200,
       opt={"operation": "count_chat", "body": ChatCountRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
+      summary="Count a conversation's tokens", description="The input tokens of a chat "
+      "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
+      "the model's chat template or harmony format (exact), or by OpenAI's published "
+      "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
+      "add up to `input_tokens`. A malformed message is a 422 naming its index.",
+      response_description="the counts, and the model and vocabulary that counted",
+      operation_class=operation(ChatCountRequest))  # fmt: skip
 async def count_chat(
     state: State, model: FromPath[str], data: JSONBody[ChatCountRequest]
 ) -> ChatCountResponse:
@@ -107,7 +122,13 @@ async def count_chat(
 
 @post("/v1/models/{model:str}/estimate", status_code=200,
       opt={"operation": "estimate", "body": EstimateRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
+      summary="Estimate a request's cost", description="Input tokens of a conversation (as "
+      "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
+      "model's maximum), and the cost of each part and in total as decimal strings, from the "
+      "model's price file; `remaining_context` is what is left of the context window.",
+      response_description="tokens, costs, and the model, tokenizer and prices used",
+      operation_class=operation(EstimateRequest))  # fmt: skip
 async def estimate(
     state: State, model: FromPath[str], data: JSONBody[EstimateRequest]
 ) -> EstimateResponse:

@@ -1,4 +1,8 @@
-"""Request and response bodies of the model, estimate and text-budget routes (strict Structs)."""
+"""Request and response bodies of the model, estimate and text-budget routes (strict Structs).
+
+Every field carries a description (and an example where one helps) for the OpenAPI document;
+whole example bodies are in `examples.py`.
+"""
 
 from __future__ import annotations
 
@@ -6,82 +10,145 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from service.api.wire import TokenizerRef, _Request, _Response
+from service.api.wire import TokenizerRef, _Request, _Response, doc
 
 Tokens = Annotated[int, Meta(ge=0)]
 
+_SHA = "6bb9f83d6b322fb977e63eabe46ae065bcaa6eab570f9eb45b93b37f088b9b07"
+_PRICE_SHA = "9b6eb8ea0d1aa34f37b670e7aed7e48279def2d5db5206ea0ec2c3293252ec14"
+_MESSAGES = (
+    "OpenAI-style messages: `role`, `content` (a string or a list of text parts), and optionally "
+    "`name`, `tool_calls`, `tool_call_id`, `reasoning_content`; a problem names the index"
+)
+_TOOLS = "OpenAI-style tool (function) definitions offered to the model, if any"
+_AGP = "count the prompt that starts the assistant's reply, as a chat completion request does"
+_KWARGS = "extra variables for a Jinja chat template (e.g. `enable_thinking` for Qwen3)"
+_METHOD = (
+    "how the input was counted: `jinja-template` or `harmony` (exact), `openai-estimate` "
+    "(OpenAI's published per-message rule), or `text` (a plain text, exact)"
+)
+_MONEY = "a decimal string in `currency`, never a float"
+
 
 class PriceInfo(_Response, frozen=True):
-    currency: str
-    input_per_million: str
-    output_per_million: str
-    source: str
-    read_on: str
-    price_file: str
-    price_file_sha256: str
-    cached_input_per_million: str | None = None
+    """A model's list prices, per million tokens, and the price file they come from."""
+
+    currency: Annotated[str, doc("ISO 4217 currency of the prices", "USD")]
+    input_per_million: Annotated[str, doc("price of a million input tokens, " + _MONEY, "2.50")]
+    output_per_million: Annotated[str, doc("price of a million output tokens, " + _MONEY, "10.00")]
+    source: Annotated[str, doc("where the prices come from, and how far to trust them")]
+    read_on: Annotated[str, doc("when the prices were read (ISO 8601 date)", "2026-12-01")]
+    price_file: Annotated[str, doc("the price file, `name@version`", "openai@1")]
+    price_file_sha256: Annotated[str, doc("sha256 of the price file, hex", _PRICE_SHA)]
+    cached_input_per_million: Annotated[
+        str | None, doc("price of a million input tokens served from a prompt cache", "1.25")
+    ] = None
 
 
 class ModelInfo(_Response, frozen=True):
-    name: str
-    version: str
-    ref: str
-    default: bool
-    sha256: str
-    aliases: list[str]
-    tokenizer: str
-    chat_format: str
-    exact: bool
-    context_window: int
-    max_output_tokens: int
-    description: str
-    source: str
-    template_sha256: str | None = None
-    prices: PriceInfo | None = None
+    """A served model profile: its tokenizer, chat format, limits and prices."""
+
+    name: Annotated[str, doc("model name", "gpt-4o")]
+    version: Annotated[str, doc("version of this profile", "1")]
+    ref: Annotated[str, doc("the `name@version` reference of exactly this profile", "gpt-4o@1")]
+    default: Annotated[bool, doc("whether plain `name` (and each alias) resolves to this version")]
+    sha256: Annotated[str, doc("sha256 of the model profile file, hex", _SHA)]
+    aliases: Annotated[
+        list[str], doc("other names that resolve to this model", ["gpt-4o-2024-08-06"])
+    ]
+    tokenizer: Annotated[str, doc("the tokenizer it counts with, `name@version`", "o200k_base@1")]
+    chat_format: Annotated[
+        str,
+        doc(
+            "how a conversation becomes tokens: `jinja` (the model's chat template), `harmony` "
+            "(OpenAI's gpt-oss format) or `openai-estimate` (OpenAI's per-message rule)",
+            "openai-estimate",
+        ),
+    ]
+    exact: Annotated[bool, doc("whether conversation counts are exact (not an estimate)")]
+    context_window: Annotated[int, doc("input and output tokens the model can hold", 128000)]
+    max_output_tokens: Annotated[int, doc("most tokens the model may generate", 16384)]
+    description: Annotated[str, doc("what this profile is")]
+    source: Annotated[str, doc("where its format and limits come from")]
+    template_sha256: Annotated[
+        str | None, doc("sha256 of the Jinja chat template, hex (`jinja` only)")
+    ] = None
+    prices: Annotated[PriceInfo | None, doc("its list prices, if a price file has them")] = None
 
 
 class ModelListResponse(_Response, frozen=True):
-    models: list[ModelInfo]
+    """Every loaded model profile, every version."""
+
+    models: Annotated[list[ModelInfo], doc("the loaded model profiles")]
 
 
 class ModelRef(_Response, frozen=True):
-    name: str
-    version: str
-    sha256: str
+    """Which exact model profile produced a result: name, version and the file's sha256."""
+
+    name: Annotated[str, doc("model name", "gpt-4o")]
+    version: Annotated[str, doc("model profile version", "1")]
+    sha256: Annotated[str, doc("sha256 of the model profile file, hex", _SHA)]
 
 
 class ChatCountRequest(_Request, frozen=True):
     """OpenAI-style messages (role, content, name, tool_calls, tool_call_id, reasoning_content)
     and tools; each message is checked on its own so a problem names its index."""
 
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
-    add_generation_prompt: bool = True
-    chat_template_kwargs: dict[str, Any] | None = None
-    return_text: bool = False
-    return_ids: bool = False
-    breakdown: bool = True  # false: the total only, one rendering (messages empty)
+    messages: Annotated[
+        list[dict[str, Any]], doc(_MESSAGES, [{"role": "user", "content": "Hello, world"}])
+    ]
+    tools: Annotated[list[dict[str, Any]] | None, doc(_TOOLS)] = None
+    add_generation_prompt: Annotated[bool, doc(_AGP)] = True
+    chat_template_kwargs: Annotated[
+        dict[str, Any] | None, doc(_KWARGS, {"enable_thinking": False})
+    ] = None
+    return_text: Annotated[bool, doc("also return the rendered prompt (exact formats only)")] = (
+        False
+    )
+    return_ids: Annotated[bool, doc("also return the prompt's token ids (exact formats only)")] = (
+        False
+    )
+    breakdown: Annotated[
+        bool, doc("count each message (`false`: the total only, one rendering, no `messages`)")
+    ] = True
 
 
 class MessageTokens(_Response, frozen=True):
-    index: int
-    role: str
-    tokens: int
-    merged_with_next: bool = False
+    """The tokens one message adds to the conversation."""
+
+    index: Annotated[int, doc("the message's index in `messages`", 0)]
+    role: Annotated[str, doc("the message's role", "user")]
+    tokens: Annotated[int, doc("tokens the message adds, its formatting included", 7)]
+    merged_with_next: Annotated[
+        bool,
+        doc("the template renders it together with the next message, which counts both (0 here)"),
+    ] = False
 
 
 class ChatCountResponse(_Response, frozen=True):
-    input_tokens: int
-    messages: list[MessageTokens]
-    tools_tokens: int
-    overhead: dict[str, int]
-    exact: bool
-    method: str
-    model: ModelRef
-    tokenizer: TokenizerRef
-    template_sha256: str | None = None
-    text: str | None = None
-    ids: list[int] | None = None
+    """The input tokens of a conversation; `messages`, `tools_tokens` and `overhead` add up to
+    `input_tokens`."""
+
+    input_tokens: Annotated[int, doc("the prompt's tokens, as the model is billed", 18)]
+    messages: Annotated[list[MessageTokens], doc("per message, in order (empty without breakdown)")]
+    tools_tokens: Annotated[int, doc("tokens that adding the tools adds", 0)]
+    overhead: Annotated[
+        dict[str, int],
+        doc(
+            "tokens no message owns: `preamble` (before the first message), `generation_prompt` "
+            "(the start of the reply), or `unattributed` (without breakdown)",
+            {"preamble": 0, "generation_prompt": 3},
+        ),
+    ]
+    exact: Annotated[bool, doc("whether the count is exact (false for `openai-estimate`)")]
+    method: Annotated[str, doc(_METHOD, "openai-estimate")]
+    model: ModelRef  # described by ModelRef (a field description would wrap the $ref)
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    template_sha256: Annotated[
+        str | None, doc("sha256 of the Jinja chat template that rendered the prompt, hex")
+    ] = None
+    text: Annotated[str | None, doc("the rendered prompt, with `return_text`")] = None
+    ids: Annotated[list[int] | None, doc("the prompt's token ids, with `return_ids`")] = None
 
 
 class EstimateRequest(_Request, frozen=True):
@@ -89,67 +156,101 @@ class EstimateRequest(_Request, frozen=True):
     model's maximum) or `output_tokens` (an expected count); `cached_input_tokens` of the input
     served by a prompt cache."""
 
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    text: str | None = None
-    add_generation_prompt: bool = True
-    chat_template_kwargs: dict[str, Any] | None = None
-    max_output_tokens: Tokens | None = None
-    output_tokens: Tokens | None = None
-    cached_input_tokens: Tokens = 0
+    messages: Annotated[
+        list[dict[str, Any]] | None,
+        doc(_MESSAGES + "; give `messages` or `text`", [{"role": "user", "content": "Hi"}]),
+    ] = None
+    tools: Annotated[list[dict[str, Any]] | None, doc(_TOOLS)] = None
+    text: Annotated[
+        str | None, doc("a plain text as the whole input; give `messages` or `text`", "Hello")
+    ] = None
+    add_generation_prompt: Annotated[bool, doc(_AGP)] = True
+    chat_template_kwargs: Annotated[
+        dict[str, Any] | None, doc(_KWARGS, {"enable_thinking": False})
+    ] = None
+    max_output_tokens: Annotated[
+        Tokens | None,
+        doc("the request's output limit (default: the model's maximum): the worst case", 1000),
+    ] = None
+    output_tokens: Annotated[
+        Tokens | None, doc("an expected number of output tokens instead of the limit", 100)
+    ] = None
+    cached_input_tokens: Annotated[
+        Tokens, doc("input tokens served from a prompt cache (at most the input)", 0)
+    ] = 0
 
 
 class Costs(_Response, frozen=True):
-    input: str
-    cached_input: str
-    output: str
-    total: str
+    """The cost of each part of a request and in total, decimal strings in `currency`."""
+
+    input: Annotated[str, doc("uncached input tokens", "0.000045")]
+    cached_input: Annotated[str, doc("cached input tokens", "0.0")]
+    output: Annotated[str, doc("output tokens", "0.001")]
+    total: Annotated[str, doc("the sum of the parts", "0.001045")]
 
 
 class EstimateResponse(_Response, frozen=True):
-    input_tokens: int
-    cached_input_tokens: int
-    output_tokens: int
-    exact: bool
-    method: str
-    cost: Costs
-    currency: str
-    price_file: str
-    price_file_sha256: str
-    context_window: int
-    remaining_context: int
-    model: ModelRef
-    tokenizer: TokenizerRef
+    """Input and output tokens of a request, the cost of each part and in total."""
+
+    input_tokens: Annotated[int, doc("all input tokens, cached ones included", 18)]
+    cached_input_tokens: Annotated[int, doc("of which served from a prompt cache", 0)]
+    output_tokens: Annotated[int, doc("output tokens priced", 100)]
+    exact: Annotated[bool, doc("whether the input count is exact (false for `openai-estimate`)")]
+    method: Annotated[str, doc(_METHOD, "openai-estimate")]
+    cost: Costs  # described by Costs (a field description would wrap the $ref)
+    currency: Annotated[str, doc("ISO 4217 currency of `cost`", "USD")]
+    price_file: Annotated[str, doc("the price file used, `name@version`", "openai@1")]
+    price_file_sha256: Annotated[str, doc("sha256 of the price file, hex", _PRICE_SHA)]
+    context_window: Annotated[int, doc("the model's context window", 128000)]
+    remaining_context: Annotated[
+        int, doc("context left after input and output (negative: it does not fit)", 127882)
+    ]
+    model: ModelRef  # described by ModelRef (a field description would wrap the $ref)
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
 class TruncateRequest(_Request, frozen=True):
-    text: str
-    max_tokens: Tokens
-    keep: Literal["start", "end"] = "start"
+    """A text to cut to at most `max_tokens` tokens, keeping its start or its end."""
+
+    text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]
+    max_tokens: Annotated[Tokens, doc("at most this many tokens", 2)]
+    keep: Annotated[
+        Literal["start", "end"], doc("keep the longest prefix (`start`) or suffix (`end`)")
+    ] = "start"
 
 
 class TruncateResponse(_Response, frozen=True):
-    text: str
-    count: int
-    truncated: bool
-    start: int
-    end: int
-    tokenizer: TokenizerRef
+    """The kept text, its token count and where it lies in the input."""
+
+    text: Annotated[str, doc("the kept text", "How are")]
+    count: Annotated[int, doc("its tokens (at most `max_tokens`)", 2)]
+    truncated: Annotated[bool, doc("whether anything was cut")]
+    start: Annotated[int, doc("where the kept text starts in the input (code points)", 0)]
+    end: Annotated[int, doc("where it ends, exclusive (code points)", 7)]
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
 class ChunkRequest(_Request, frozen=True):
-    text: str
-    max_tokens: Annotated[int, Meta(ge=1)]
-    overlap: Tokens = 0
+    """A text to cover with chunks of at most `max_tokens` tokens, optionally overlapping."""
+
+    text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]
+    max_tokens: Annotated[int, Meta(ge=1), doc("at most this many tokens per chunk", 4)]
+    overlap: Annotated[
+        Tokens, doc("each chunk after the first repeats at most this many tokens of the last", 1)
+    ] = 0
 
 
 class ChunkOut(_Response, frozen=True):
-    text: str
-    start: int
-    end: int
-    count: int
+    """One chunk: its text, where it lies in the input, and its tokens."""
+
+    text: Annotated[str, doc("the chunk's text", "Hello, world.")]
+    start: Annotated[int, doc("where it starts in the input (code points)", 0)]
+    end: Annotated[int, doc("where it ends, exclusive (code points)", 13)]
+    count: Annotated[int, doc("its tokens (at most `max_tokens`)", 4)]
 
 
 class ChunkResponse(_Response, frozen=True):
-    chunks: list[ChunkOut]
-    tokenizer: TokenizerRef
+    """The chunks, in order; together they cover the text."""
+
+    chunks: Annotated[list[ChunkOut], doc("the chunks, in order")]
+    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)

@@ -1,5 +1,5 @@
 """OpenAPI details Litestar leaves out: strict request bodies, struct descriptions, and the
-`{ref}` parameter and request-body examples of every operation."""
+`{ref}` and `{model}` parameters and request-body examples of every operation."""
 
 from __future__ import annotations
 
@@ -33,6 +33,16 @@ REF_EXAMPLES = {
     "pinned": Example(summary="an exact version", value="cl100k_base@1"),
 }
 
+MODEL_DESCRIPTION = (
+    "the model: `name` (its default version, e.g. `gpt-4o`, `qwen3`), an alias of it, or "
+    "`name@version`; `GET /v1/models` lists them"
+)
+MODEL_EXAMPLES = {
+    "default": Example(summary="a name: its default version", value="gpt-4o"),
+    "pinned": Example(summary="an exact version", value="gpt-4o@1"),
+}
+PARAMETERS = {"ref": (REF_DESCRIPTION, REF_EXAMPLES), "model": (MODEL_DESCRIPTION, MODEL_EXAMPLES)}
+
 
 class StrictStructSchemaPlugin(StructSchemaPlugin):
     """Litestar's msgspec Struct schemas, plus `additionalProperties: false` for Structs with
@@ -59,17 +69,19 @@ def _named(examples: Examples) -> dict[str, Example | Reference]:
 
 
 def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
-    """An `operation_class` for a route: describes `{ref}` (with examples) and gives the request
-    body and the 200 response the named examples of `examples.EXAMPLES` for the body's type."""
+    """An `operation_class` for a route: describes `{ref}` and `{model}` (with examples) and
+    gives the request body and the 200 response the named examples of `examples.EXAMPLES` for
+    the body's type."""
     requests, responses = EXAMPLES[body] if body is not None else ({}, {})
 
     @dataclass
     class DocumentedOperation(Operation):
         def __post_init__(self) -> None:
             for parameter in self.parameters or ():
-                if isinstance(parameter, Parameter) and parameter.name == "ref":
-                    parameter.description = REF_DESCRIPTION
-                    parameter.examples = dict(REF_EXAMPLES)
+                if isinstance(parameter, Parameter) and parameter.name in PARAMETERS:
+                    description, examples = PARAMETERS[parameter.name]
+                    parameter.description = description
+                    parameter.examples = dict(examples)
             if requests and isinstance(self.request_body, RequestBody):
                 for media in self.request_body.content.values():
                     media.examples = _named(requests)

@@ -16,13 +16,20 @@ from service.api.models_wire import (
     TruncateRequest,
     TruncateResponse,
 )
+from service.api.openapi import operation
 from service.api.routes import ref_of, resolve
 from service.models import textops
 
 
 @post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
       opt={"operation": "truncate", "body": TruncateRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
+      summary="Truncate text to a token budget", description="The longest prefix (`keep: "
+      "start`, the default) or suffix (`keep: end`) of whole characters that encodes to at most "
+      "`max_tokens` tokens, with its count and its [start, end) in the text in code points. "
+      "Special-token literals count as ordinary text.",
+      response_description="the kept text, its count and offsets",
+      operation_class=operation(TruncateRequest))  # fmt: skip
 async def truncate(
     state: State, ref: FromPath[str], data: JSONBody[TruncateRequest]
 ) -> TruncateResponse:
@@ -38,7 +45,13 @@ async def truncate(
 
 @post("/v1/tokenizers/{ref:str}/chunk", status_code=200,
       opt={"operation": "chunk", "body": ChunkRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 413, 422, 503))  # fmt: skip
+      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
+      summary="Split text into token-bounded chunks", description="Chunks of at most "
+      "`max_tokens` tokens that cover the text, in order, with code point offsets; each chunk "
+      "after the first repeats the longest end of the previous one with at most `overlap` "
+      "tokens. Special-token literals count as ordinary text.",
+      response_description="the chunks, in order",
+      operation_class=operation(ChunkRequest))  # fmt: skip
 async def chunk(state: State, ref: FromPath[str], data: JSONBody[ChunkRequest]) -> ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
     after the first repeats the longest end of the previous one with at most `overlap` tokens."""

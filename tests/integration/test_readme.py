@@ -97,6 +97,37 @@ def serve_and_stop(command: str, cwd: Path, env: dict[str, str]) -> None:
         assert process.wait(timeout=30) == 0
 
 
+def check_section(title: str, cwd: Path, env: dict[str, str]) -> tuple[int, int]:
+    """Run every command of a section; returns (commands run, outputs checked)."""
+    ran = checked = 0
+    for block in sh_blocks(section(title)):
+        for command, comment, after in commands(block):
+            if command.startswith("B="):
+                continue  # the caller points B at the test server
+            if "toksvc serve" in command:
+                serve_and_stop(command, cwd, env)
+                ran += 1
+                continue
+            stdout = run(command, cwd, env)
+            ran += 1
+            if comment.startswith("→"):  # one line of the output, `…` for anything
+                expected = re.split(r"\s{2,}", comment[1:].strip())[0]  # drop a "(remark)"
+                pattern = ".*".join(map(re.escape, expected.split("…")))
+                lines = stdout.rstrip("\n").splitlines()
+                assert any(re.fullmatch(pattern, line.strip()) for line in lines), (
+                    f"{command}: printed {stdout!r}, README {expected!r}"
+                )
+                checked += 1
+            for line in after:  # fragments of the output shown below the command
+                remark = re.split(r"\s{3,}\(", line)[0]
+                for part in re.split(r"…|\s{2,}", remark):
+                    fragment = part.strip().rstrip(",")
+                    if fragment:
+                        assert fragment in stdout, f"{command}\nREADME: {fragment}\ngot: {stdout}"
+                        checked += 1
+    return ran, checked
+
+
 def test_command_line_examples(tmp_path: Path) -> None:
     (tmp_path / "corpus.txt").write_text(corpus_text("en_shakespeare.txt"), "utf-8")
     inputs = {
@@ -107,41 +138,18 @@ def test_command_line_examples(tmp_path: Path) -> None:
     }
     for as_name, name in inputs.items():
         (tmp_path / as_name).symlink_to(vocab_file(name))
-    env = environment(tmp_path)
-    ran = 0
-    for block in sh_blocks(section("Command line")):
-        for command, comment, _ in commands(block):
-            if "toksvc serve" in command:
-                serve_and_stop(command, tmp_path, env)
-                ran += 1
-                continue
-            stdout = run(command, tmp_path, env)
-            ran += 1
-            if comment.startswith("→"):
-                expected = re.split(r"\s{2,}", comment[1:].strip())[0]  # drop a "(remark)"
-                last = stdout.rstrip("\n").splitlines()[-1]
-                pattern = ".*".join(map(re.escape, expected.split("…")))
-                assert re.fullmatch(pattern, last), (
-                    f"{command}: printed {last!r}, README {expected!r}"
-                )
-    assert ran >= 15
+    ran, checked = check_section("Command line", tmp_path, environment(tmp_path))
+    assert ran >= 15 and checked >= 9
     assert not (ROOT / "mystore").exists()  # everything went to the folder the commands ran in
 
 
 def test_http_examples(server: Server, tmp_path: Path) -> None:
-    env = environment(tmp_path)
-    checked = 0
-    for block in sh_blocks(section("HTTP API")):
-        for command, _, comments in commands(block):
-            if command.startswith("B="):
-                env["B"] = server.base
-                continue
-            stdout = run(command, tmp_path, env)
-            for comment in comments:
-                remark = re.split(r"\s{3,}\(", comment)[0]
-                for part in re.split(r"…|\s{2,}", remark):
-                    fragment = part.strip().rstrip(",")
-                    if fragment:
-                        assert fragment in stdout, f"{command}\nREADME: {fragment}\ngot: {stdout}"
-                        checked += 1
-    assert checked >= 10
+    env = {**environment(tmp_path), "B": server.base}
+    ran, checked = check_section("HTTP API", tmp_path, env)
+    assert ran >= 10 and checked >= 10
+
+
+def test_model_examples(server: Server, tmp_path: Path) -> None:
+    env = {**environment(tmp_path), "B": server.base}
+    ran, checked = check_section("Models: chat counts, cost estimates, text budgets", tmp_path, env)
+    assert ran >= 6 and checked >= 8

@@ -120,12 +120,16 @@ def test_every_request_example_gets_the_documented_200(
     assert len(examples) >= 8
     ref = schema["paths"]["/v1/tokenizers/{ref}"]["get"]["parameters"][0]
     refs = [e["value"] for e in ref["examples"].values()]
-    assert refs
+    model = next(p for p in schema["paths"]["/v1/models/{model}"]["get"]["parameters"]
+                 if p["name"] == "model")  # fmt: skip
+    models = [e["value"] for e in model["examples"].values()]
+    assert refs and models
     for method, path, name, body, answer in examples:
         assert not ({"text", "texts"} <= body.keys() or {"ids", "batch"} <= body.keys()), name
         assert answer is not None, f"{path}: no response example named {name}"
-        for value in refs:
-            response = client.request(method, path.replace("{ref}", value), json=body)
+        for value in models if "{model}" in path else refs:
+            url = path.replace("{ref}", value).replace("{model}", value)
+            response = client.request(method, url, json=body)
             assert response.status_code == 200, (path, name, value, response.text)
             assert response.json() == answer, (path, name, value)
 
