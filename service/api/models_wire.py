@@ -109,7 +109,11 @@ class ChatCountRequest(_Request, frozen=True):
         False
     )
     breakdown: Annotated[
-        bool, doc("count each message (`false`: the total only, one rendering, no `messages`)")
+        bool,
+        doc(
+            "count each message (`false`: the total only, one rendering, no `messages`; the "
+            "estimate rule's breakdown costs nothing and is always given)"
+        ),
     ] = True
 
 
