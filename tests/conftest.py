@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -62,3 +65,16 @@ def tiktoken_oracle(registry: Registry, name: str):  # type: ignore[no-untyped-d
             special_tokens=loaded.tokenizer.special_tokens,
         )
     return _oracles[name]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A copy of the bundled store with the small tokenizers only (fast to load), and no models
+    (their tokenizers are left out)."""
+    copy = tmp_path / "store"
+    shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
+    manifest["models"] = manifest["prices"] = []
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    return copy

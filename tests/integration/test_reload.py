@@ -3,9 +3,7 @@ new file is refused and the old registry keeps serving; the admin endpoint is of
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -16,21 +14,8 @@ import httpx
 import pytest
 
 from service.cli import main as toksvc
-from service.settings import BUNDLED_STORE
 from tests.serverproc import Server, start_server, stop_server
 from tests.testdata import corpus_text
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """A copy of the bundled store with the small tokenizers only (fast to load)."""
-    copy = tmp_path / "store"
-    shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*"))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
-    manifest["models"] = manifest["prices"] = []  # the models' tokenizers are left out
-    (copy / "manifest.json").write_text(json.dumps(manifest))
-    return copy
 
 
 class Load:

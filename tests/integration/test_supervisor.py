@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,23 +13,10 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
-from service.settings import BUNDLED_STORE
 from tests.integration.rawhttp import NdjsonStream
 from tests.integration.test_faults import workers_of
 from tests.serverproc import ROOT, free_port, start_server, stop_server
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """A copy of the bundled store with the small tokenizers only (fast to load)."""
-    copy = tmp_path / "store"
-    shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*"))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
-    (copy / "manifest.json").write_text(json.dumps(manifest))
-    return copy
 
 
 def wait_for(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
