@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -22,15 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from serving import serve, wait_ready
 
-ROOT = Path(__file__).resolve().parent.parent
 T = "/v1/tokenizers/cl100k_base"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_mb(pid: int) -> float:
@@ -62,19 +54,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    proc, base, _ = serve("--workers", "1")
     try:
-        for _ in range(240):
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        wait_ready(base)
         limit = int(os.environ.get("TOKSVC_MAX_OUTPUT_BYTES", str(16 * 1024 * 1024)))
         spaces = httpx.post(f"{base}{T}/encode", json={"text": " " * 128}).json()["ids"][0]
         short = httpx.post(f"{base}{T}/encode", json={"text": "hello"}).json()["ids"][0]

@@ -28,26 +28,9 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+from serving import ready, serve, small_store
 
-ROOT = Path(__file__).resolve().parent.parent
-STORE = ROOT / "tokenizers_store"
 TOKEN = "chaos-admin-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def small_store(into: Path) -> Path:
-    """The bundled store without the large vocabularies, so that workers start in seconds."""
-    copy = into / "store"
-    shutil.copytree(STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*"))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
-    (copy / "manifest.json").write_text(json.dumps(manifest))
-    return copy
 
 
 def rss_mb(pid: int) -> float:
@@ -179,24 +162,17 @@ class Run:
 
 
 def start(store: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str, int]:
-    port = free_port()
     env = {**os.environ, "TOKSVC_STORE": str(store), "TOKSVC_ADMIN_TOKEN": TOKEN,
            "TOKSVC_WRITE_SECONDS": "3", "TOKSVC_MAX_STREAM_SECONDS": "20"}  # fmt: skip
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1",
-                                 "--port", str(port), "--workers", "2"],
-                                cwd=ROOT, env=env, stdout=log, stderr=log)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+        proc, base, port = serve("--workers", "2", env=env, log=log)
     ready_by = time.monotonic() + 120
     while True:
         if proc.poll() is not None or time.monotonic() > ready_by:
             proc.kill()
             sys.exit(f"the service did not start; see {log_path}")
-        try:
-            if len(workers(proc.pid)) == 2 and httpx.get(f"{base}/readyz").status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+        if len(workers(proc.pid)) == 2 and ready(base):
+            break
         time.sleep(0.5)
     time.sleep(3)  # both workers loaded
     return proc, base, port

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -21,15 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from serving import serve, wait_ready
 
-ROOT = Path(__file__).resolve().parent.parent
 T = "/v1/tokenizers/gpt2"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -54,13 +47,9 @@ def ndjson_in_small_chunks(port: int) -> int:
 
 
 def main() -> int:
-    port = free_port()
     env = {**os.environ, "TOKSVC_MAX_BODY_BYTES": str(16 * 1024 * 1024),
            "TOKSVC_MAX_IDS_PER_REQUEST": "2000000", "TOKSVC_MAX_STREAM_IDS": "2000000"}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "service", "serve", "--host", "127.0.0.1",
-                             "--port", str(port)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    proc, base, port = serve(env=env)
 
     def post(body: bytes, path: str) -> int:
         headers = {"content-type": "application/json"}
@@ -76,13 +65,7 @@ def main() -> int:
         "NDJSON: one 8 MB line in 1 KB chunks": lambda: ndjson_in_small_chunks(port),
     }  # fmt: skip
     try:
-        for _ in range(240):
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        wait_ready(base)
         for name, send in cases.items():
             worst, done = 0.0, threading.Event()
 
