@@ -24,9 +24,11 @@ from service.api import (
     textops,
 )
 from service.api.budget import LargeRequestSlots
+from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.routes import ROUTES
-from service.api.streaming import StreamSlots, decode_stream, decode_ws, watch_stop
+from service.api.streaming import decode_stream, decode_ws, watch_stop
+from service.api.worker import KEY, Worker
 from service.settings import Settings
 from service.store.registry import Registry
 
@@ -42,15 +44,14 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        if app.state.registry is None:
-            app.state.registry = await reload.initial_load(settings)
-            reload.on_sighup(app.state)
-        watch_stop(app.state)
-        app.state.supervisor_watch = supervisor.watch_supervisor(settings)
+        if worker.registry is None:
+            worker.registry = await reload.initial_load(settings)
+            reload.on_sighup(worker)
+        watch_stop(worker)
+        watch = supervisor.watch_supervisor(settings)  # noqa: F841 (the task lives as long as the app)
         yield
 
-    state = State({"settings": settings, "registry": registry,
-                   "stream_slots": StreamSlots(settings.max_streams_per_worker)})  # fmt: skip
+    worker = Worker(settings, registry)
     if registry is not None:
         metrics.publish_registry(registry)
     return Litestar(
@@ -66,7 +67,9 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             *explain.ROUTES,
             *playground.handlers(settings),
         ],
-        state=state,
+        state=State({KEY: worker}),
+        dependencies=DEPENDENCIES,
+        signature_types=SIGNATURE_TYPES,
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
         plugins=[StrictStructSchemaPlugin()],

@@ -13,6 +13,7 @@ from litestar.exceptions import ValidationException
 
 from service.api.budget import check_items, run_work
 from service.api.wire import DecodeRequest
+from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
 from service.settings import Settings
 
@@ -28,13 +29,13 @@ async def strict_body(request: Request[Any, Any, Any]) -> None:
     is a 422 naming its offset, anything else a 400 with the parser's reason. A client that takes
     longer than TOKSVC_BODY_SECONDS to send its body gets a 408 and the worker moves on.
     """
-    seconds = request.app.state.settings.body_seconds
+    settings = worker_of(request.app).settings
+    seconds = settings.body_seconds
     try:
         with anyio.fail_after(seconds):
             body = await request.body()
     except TimeoutError:
         raise RequestTimeoutError(seconds) from None
-    settings: Settings = request.app.state.settings
     kind = request.route_handler.opt["body"]
     if kind is DecodeRequest and (lists := body.count(b"[") - 1) > settings.max_batch_items:
         # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)

@@ -8,13 +8,12 @@ from typing import TypeVar
 
 import anyio.to_thread
 from litestar import post
-from litestar.datastructures import State
-from litestar.params import FromPath, JSONBody
+from litestar.params import JSONBody
 
 from service.api import metrics, problems
 from service.api.bodies import strict_body
 from service.api.openapi import operation
-from service.api.routes import ref_of, resolve
+from service.api.routes import ref_of
 from service.api.wire import (
     ExplainPiece,
     ExplainRequest,
@@ -30,6 +29,7 @@ from service.bpe import Rule, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError
 from service.store.presets import PATTERNS
+from service.store.registry import LoadedTokenizer
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
@@ -95,12 +95,10 @@ def response_of(
     response_description="the steps of every piece, and the final ids",
     operation_class=operation(ExplainRequest),
 )
-async def explain(
-    state: State, ref: FromPath[str], data: JSONBody[ExplainRequest]
-) -> ExplainResponse:
+async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
     normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
-    t = resolve(state, ref)
+    t = tokenizer
     pieces = await in_thread(
         lambda: explain_text(t.tokenizer.vocab, t.pattern, data.text, t.normalization)
     )

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from litestar.datastructures import State
-
-from service.api.routes import registry_of
 from service.api.wire import StreamTextResponse, StreamUsage
 from service.models.pricing import MILLION, money
 from service.store.modelstore import LoadedModel, LoadedPrice
+from service.store.registry import Registry
 
 
 class Meter:
@@ -46,11 +44,10 @@ class Meter:
                                   usage=usage)  # fmt: skip
 
 
-def meter_for(state: State, usage: bool, model: str | None) -> Meter:
+def meter_for(registry: Registry, usage: bool, model: str | None) -> Meter:
     """A named model must exist (404 before the stream starts); a missing price leaves the cost
     out of the usage rather than failing a stream that already decoded."""
     if model is None:
         return Meter(usage, None, None)
-    registry = registry_of(state)
     loaded = registry.resolve_model(model)
     return Meter(True, loaded, registry.models.prices.get(loaded.name))

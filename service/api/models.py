@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 from litestar import get, post
-from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 
 from service.api import problems
@@ -24,9 +23,10 @@ from service.api.models_wire import (
     PriceInfo,
 )
 from service.api.openapi import operation
-from service.api.routes import ref_of, registry_of
+from service.api.routes import ref_of
 from service.models import billing
 from service.models.pricing import money
+from service.settings import Settings
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import Registry
@@ -63,8 +63,7 @@ def model_ref(m: LoadedModel) -> ModelRef:
      description="Every loaded model profile (every version of every name): its tokenizer, "
      "chat format, whether its counts are exact, context and output limits, and list prices.",
      response_description="the loaded model profiles", operation_class=operation())  # fmt: skip
-def list_models(state: State) -> ModelListResponse:
-    registry = registry_of(state)
+def list_models(registry: Registry) -> ModelListResponse:
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
@@ -74,8 +73,7 @@ def list_models(state: State) -> ModelListResponse:
      "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
      "prices.", response_description="the model profile",
      operation_class=operation())  # fmt: skip
-def get_model(state: State, model: FromPath[str]) -> ModelInfo:
-    registry = registry_of(state)
+def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
     return info_of(registry, registry.resolve_model(model))
 
 
@@ -90,10 +88,9 @@ def get_model(state: State, model: FromPath[str]) -> ModelInfo:
       response_description="the counts, and the model and vocabulary that counted",
       operation_class=operation(ChatCountRequest))  # fmt: skip
 async def count_chat(
-    state: State, model: FromPath[str], data: JSONBody[ChatCountRequest]
+    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[ChatCountRequest]
 ) -> ChatCountResponse:
     """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
-    registry = registry_of(state)
     size = sum(len(str(m)) for m in data.messages)
     counted = await run_work(
         size,
@@ -104,7 +101,7 @@ async def count_chat(
             data.tools,
             add_generation_prompt=data.add_generation_prompt,
             template_kwargs=data.chat_template_kwargs,
-            max_chars=state.settings.max_body_bytes * 4,
+            max_chars=settings.max_body_bytes * 4,
             breakdown=data.breakdown,
         ),
     )
@@ -130,10 +127,9 @@ async def count_chat(
       response_description="tokens, costs, and the model, tokenizer and prices used",
       operation_class=operation(EstimateRequest))  # fmt: skip
 async def estimate(
-    state: State, model: FromPath[str], data: JSONBody[EstimateRequest]
+    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[EstimateRequest]
 ) -> EstimateResponse:
     """Input and output tokens, the cost of each part and in total (decimal strings)."""
-    registry = registry_of(state)
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
     est = await run_work(
         size,
@@ -148,7 +144,7 @@ async def estimate(
             max_output_tokens=data.max_output_tokens,
             output_tokens=data.output_tokens,
             cached_input_tokens=data.cached_input_tokens,
-            max_chars=state.settings.max_body_bytes * 4,
+            max_chars=settings.max_body_bytes * 4,
         ),
     )
     e = est.estimate

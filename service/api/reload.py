@@ -27,12 +27,12 @@ from typing import Any, NoReturn
 
 import anyio.to_thread
 from litestar import Request, post
-from litestar.datastructures import State
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import metrics, problems
 from service.api.supervisor import STARTUP_FAILURE, supervisor_alive
 from service.api.wire import ReloadResponse
+from service.api.worker import Worker
 from service.errors import ReloadRefusedError, ReloadUnavailableError, StoreError
 from service.settings import Settings
 from service.store.registry import Registry, load_registry
@@ -96,16 +96,15 @@ def _served_before(settings: Settings) -> bool:
     return marker.exists() and marker.stat().st_mtime < STARTED
 
 
-async def reload(state: State) -> list[str]:
+async def reload(worker: Worker) -> list[str]:
     """Load the store again; swap it in only if every file loaded. Returns the failures.
     One reload at a time in this worker: a second one waits for the first."""
-    lock: asyncio.Lock = state.setdefault("reload_lock", asyncio.Lock())
-    async with lock:
-        return await _reload(state)
+    async with worker.reload_lock:
+        return await _reload(worker)
 
 
-async def _reload(state: State) -> list[str]:
-    settings: Settings = state.settings
+async def _reload(worker: Worker) -> list[str]:
+    settings = worker.settings
     registry = await anyio.to_thread.run_sync(load_registry, settings)
     if not registry.complete:
         for failure in registry.failures:
@@ -113,8 +112,8 @@ async def _reload(state: State) -> list[str]:
         metrics.RELOADS.labels("refused").inc()
         metrics.STORE_LOAD_FAILURES.set(max(1, len(registry.failures)))
         return [str(f) for f in registry.failures] or ["the store has no tokenizer"]
-    previous: Registry | None = state.registry
-    state.registry = registry  # one assignment: a request sees the old registry or the new one
+    previous = worker.registry
+    worker.registry = registry  # one assignment: a request sees the old registry or the new one
     metrics.publish_registry(registry, previous)
     metrics.RELOADS.labels("ok").inc()
     log.info(
@@ -123,13 +122,13 @@ async def _reload(state: State) -> list[str]:
     return []
 
 
-def on_sighup(state: State) -> None:
+def on_sighup(worker: Worker) -> None:
     """Reload this worker when it receives SIGHUP."""
     loop = asyncio.get_running_loop()
     tasks: set[asyncio.Task[list[str]]] = set()
 
     def start() -> None:
-        task = loop.create_task(reload(state))
+        task = loop.create_task(reload(worker))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
@@ -151,8 +150,8 @@ def on_sighup(state: State) -> None:
     responses=problems.documented(401, 404),
     response_description="reload done or requested",
 )
-async def admin_reload(request: Request[Any, Any, Any], state: State) -> ReloadResponse:
-    settings: Settings = state.settings
+async def admin_reload(request: Request[Any, Any, Any], worker: Worker) -> ReloadResponse:
+    settings = worker.settings
     if not settings.admin_token:
         raise NotFoundException()  # off by default: as if there were no such route
     scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
@@ -163,11 +162,11 @@ async def admin_reload(request: Request[Any, Any, Any], state: State) -> ReloadR
     if settings.supervised and not supervisor_alive(settings):
         reason = "this worker's supervisor is gone and the worker is stopping"
         raise ReloadUnavailableError(reason)
-    failures = await reload(state)
+    failures = await reload(worker)
     if failures:
         raise ReloadRefusedError(failures)
     if settings.supervised:  # several workers: the supervisor passes SIGHUP on to each
         os.kill(settings.supervisor_pid, signal.SIGHUP)
         return ReloadResponse(status="reloaded here; requested in every other worker",
-                              tokenizers=len(state.registry))  # fmt: skip
-    return ReloadResponse(status="reloaded", tokenizers=len(state.registry))
+                              tokenizers=len(worker.serving()))  # fmt: skip
+    return ReloadResponse(status="reloaded", tokenizers=len(worker.serving()))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from litestar import Response, get, post
-from litestar.datastructures import State
 from litestar.exceptions import ValidationException
-from litestar.params import FromPath, JSONBody
+from litestar.params import JSONBody
 
 from service.api import metrics, problems, token_pieces
 from service.api.bodies import strict_body
@@ -32,26 +32,14 @@ from service.api.wire import (
     TokenizerListResponse,
     TokenizerRef,
 )
+from service.api.worker import Worker
 from service.bpe import SpecialSet, StreamDecoder, Tokenizer
-from service.errors import (
-    NotReadyError,
-)
+from service.errors import NotReadyError
 from service.settings import Settings
 from service.store.engines import native_missing_warning
 from service.store.registry import LoadedTokenizer, Registry
 
 # --- shared helpers ----------------------------------------------------------------------------
-
-
-def registry_of(state: State) -> Registry:
-    registry: Registry | None = state.registry
-    if registry is None or not len(registry):
-        raise NotReadyError()
-    return registry
-
-
-def resolve(state: State, ref: str) -> LoadedTokenizer:
-    return registry_of(state).resolve(ref)
 
 
 def ref_of(t: LoadedTokenizer) -> TokenizerRef:
@@ -84,8 +72,8 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
      responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
      description="Every loaded tokenizer file (every version of every name) with its metadata.",
      response_description="the loaded tokenizers", operation_class=operation())  # fmt: skip
-def list_tokenizers(state: State) -> TokenizerListResponse:
-    return TokenizerListResponse(tokenizers=[info_of(t) for t in registry_of(state)])
+def list_tokenizers(registry: Registry) -> TokenizerListResponse:
+    return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
 
 
 @get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False,
@@ -93,8 +81,8 @@ def list_tokenizers(state: State) -> TokenizerListResponse:
      summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
      "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
      response_description="the tokenizer", operation_class=operation())  # fmt: skip
-def get_tokenizer(state: State, ref: FromPath[str]) -> TokenizerInfoResponse:
-    return info_of(resolve(state, ref))
+def get_tokenizer(tokenizer: LoadedTokenizer) -> TokenizerInfoResponse:
+    return info_of(tokenizer)
 
 
 @get("/healthz", opt={"operation": "health"}, sync_to_thread=False, tags=["probes"],
@@ -109,10 +97,10 @@ def healthz() -> HealthResponse:
      description="200 once the store is loaded and this worker serves; 503 (problem, with "
      "`Retry-After` and the files that failed) before that.",
      response_description="ready to serve")  # fmt: skip
-def readyz(state: State) -> Response[Any]:
+def readyz(worker: Worker) -> Response[Any]:
     """Ready only when every file of every store loaded: a replica that serves part of the store
     must not take traffic beside replicas that serve all of it (during a rollout, say)."""
-    registry: Registry | None = state.registry
+    registry = worker.registry
     if registry is None or not registry.complete:
         reasons = [str(f) for f in registry.failures] if registry is not None else []
         detail = (f"{len(reasons)} store file(s) failed to load; this worker serves the others but "
@@ -129,26 +117,25 @@ def readyz(state: State) -> Response[Any]:
 # --- encode and count ---------------------------------------------------------------------
 
 
-def _texts(state: State, data: TextsRequest) -> list[str]:
+def _texts(settings: Settings, data: TextsRequest) -> list[str]:
     exactly_one(data.text, data.texts, "`text` or `texts`")
     texts = [data.text] if data.text is not None else data.texts or []
-    check_items(state.settings, len(texts))
+    check_items(settings, len(texts))
     return texts
 
 
 async def _per_text(
-    state: State, ref: str, data: TextsRequest, verb: str
-) -> tuple[LoadedTokenizer, list[str], list[Any]]:
-    """Apply `encode` or `count` to each text of the request, with its special-token policy."""
-    t = resolve(state, ref)
-    texts = _texts(state, data)
-    apply = getattr(t.tokenizer, verb)
+    settings: Settings, data: TextsRequest, apply: Callable[..., Any]
+) -> tuple[list[str], list[Any]]:
+    """Apply `encode` or `count` (bound to a tokenizer) to each text of the request, with its
+    special-token policy."""
+    texts = _texts(settings, data)
     allowed, disallowed = special_set(data.allowed_special), special_set(data.disallowed_special)
 
     def work() -> list[Any]:
         return [apply(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
 
-    return t, texts, await run_work(sum(map(len, texts)), work)
+    return texts, await run_work(sum(map(len, texts)), work)
 
 
 @post(
@@ -165,14 +152,18 @@ async def _per_text(
     response_description="the ids, and the vocabulary that produced them",
     operation_class=operation(EncodeRequest),
 )
-async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]) -> EncodeResponse:
-    t, texts, results = await _per_text(state, ref, data, "encode")
-    metrics.record(t.ref, "encode", sum(map(len, results)), texts)
-    extras = [token_pieces.extras(t.tokenizer, ids, data.pieces, data.offsets) for ids in results]
+async def encode(
+    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[EncodeRequest]
+) -> EncodeResponse:
+    texts, results = await _per_text(settings, data, tokenizer.tokenizer.encode)
+    metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
+    extras = [
+        token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
+    ]
     if data.text is not None:
-        return EncodeResponse(tokenizer=ref_of(t), ids=results[0], count=len(results[0]),
+        return EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0], count=len(results[0]),
                               pieces=extras[0][0], offsets=extras[0][1])  # fmt: skip
-    return EncodeResponse(tokenizer=ref_of(t), results=[
+    return EncodeResponse(tokenizer=ref_of(tokenizer), results=[
         EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
         for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
 
@@ -190,13 +181,15 @@ async def encode(state: State, ref: FromPath[str], data: JSONBody[EncodeRequest]
     response_description="the counts, and the vocabulary that counted",
     operation_class=operation(CountRequest),
 )
-async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) -> CountResponse:
-    t, texts, counts = await _per_text(state, ref, data, "count")
+async def count(
+    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[CountRequest]
+) -> CountResponse:
+    texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)
     total = sum(counts)
-    metrics.record(t.ref, "count", total, texts)
+    metrics.record(tokenizer.ref, "count", total, texts)
     if data.text is not None:
-        return CountResponse(tokenizer=ref_of(t), count=counts[0])
-    return CountResponse(tokenizer=ref_of(t), counts=counts, total=total)
+        return CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])
+    return CountResponse(tokenizer=ref_of(tokenizer), counts=counts, total=total)
 
 
 # --- decode ------------------------------------------------------------------------------------
@@ -217,22 +210,23 @@ async def count(state: State, ref: FromPath[str], data: JSONBody[CountRequest]) 
     response_description="the text (or bytes), and the vocabulary that decoded",
     operation_class=operation(DecodeRequest),
 )
-async def decode(state: State, ref: FromPath[str], data: JSONBody[DecodeRequest]) -> DecodeResponse:
-    t = resolve(state, ref)
+async def decode(
+    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[DecodeRequest]
+) -> DecodeResponse:
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
-    check_items(state.settings, len(batch), n_ids)
+    check_items(settings, len(batch), n_ids)
     if data.skip_special_tokens:
-        special = set(t.tokenizer.special_tokens.values())
+        special = set(tokenizer.tokenizer.special_tokens.values())
         batch = [[i for i in ids if i not in special] for ids in batch]
-    work = partial(_decode_all, t.tokenizer, batch, data, state.settings)
+    work = partial(_decode_all, tokenizer.tokenizer, batch, data, settings)
     results = await run_work(n_ids * 4, work)
-    metrics.record(t.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
+    metrics.record(tokenizer.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
-        return DecodeResponse(tokenizer=ref_of(t), text=results[0].text,
+        return DecodeResponse(tokenizer=ref_of(tokenizer), text=results[0].text,
                               base64=results[0].base64)  # fmt: skip
-    return DecodeResponse(tokenizer=ref_of(t), results=results)
+    return DecodeResponse(tokenizer=ref_of(tokenizer), results=results)
 
 
 def _decode_all(
@@ -262,21 +256,20 @@ def _decode_all(
     operation_class=operation(DecodeStepRequest),
 )
 async def decode_step(
-    state: State, ref: FromPath[str], data: JSONBody[DecodeStepRequest]
+    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[DecodeStepRequest]
 ) -> DecodeStepResponse:
     """Stateless streaming decode: the returned `state` carries the held-back bytes."""
-    t = resolve(state, ref)
-    check_items(state.settings, 1, len(data.ids))
+    check_items(settings, 1, len(data.ids))
 
     def step() -> tuple[str, str]:
-        check_output(state.settings, t.tokenizer.decoded_size(data.ids))
-        decoder = StreamDecoder.resume(t.tokenizer.decode_bytes, data.state, data.errors)
+        check_output(settings, tokenizer.tokenizer.decoded_size(data.ids))
+        decoder = StreamDecoder.resume(tokenizer.tokenizer.decode_bytes, data.state, data.errors)
         text = decoder.decode(data.ids)
         return (text + decoder.flush() if data.final else text), decoder.state()
 
     text, decoder_state = await run_work(len(data.ids) * 4, step)
-    metrics.record(t.ref, "decode_stream", len(data.ids), [text])
-    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(t))
+    metrics.record(tokenizer.ref, "decode_stream", len(data.ids), [text])
+    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer))
 
 
 ROUTES = [list_tokenizers, get_tokenizer, healthz, readyz, encode, count, decode, decode_step]

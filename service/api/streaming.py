@@ -26,7 +26,6 @@ from typing import Any
 
 import msgspec
 from litestar import WebSocket, post, websocket
-from litestar.datastructures import State
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, FromQuery
 from litestar.types import (
@@ -43,42 +42,17 @@ from service.api.budget import StreamBudget, run_work, send_within
 from service.api.lines import LineDecoder
 from service.api.metering import Meter, meter_for
 from service.api.openapi import operation
-from service.api.routes import resolve
 from service.api.wire import ErrorsMode, StreamChunkRequest
+from service.api.worker import Worker, worker_of
 from service.bpe import StreamDecoder, Tokenizer
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
-from service.settings import Settings
+from service.store.registry import LoadedTokenizer
 
 _chunk = msgspec.json.Decoder(StreamChunkRequest)
 STOPPING = "the server is shutting down; send the rest to another replica"
 log = logging.getLogger("toksvc")
 _encode = msgspec.json.encode
 NDJSON = "application/x-ndjson"
-
-
-class StreamSlots:
-    """Per-worker cap on open streams: past it, a new stream gets 503 + Retry-After at once."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.open = 0
-
-    def acquire(self, kind: str) -> Callable[[], None]:
-        """Take a slot now (or raise); the returned function gives it back, once."""
-        if self.open >= self.limit:
-            raise TooManyStreamsError(self.limit)
-        self.open += 1
-        metrics.ACTIVE_STREAMS.labels(kind).inc()
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self.open -= 1
-                metrics.ACTIVE_STREAMS.labels(kind).dec()
-
-        return release
 
 
 @post(
@@ -99,7 +73,7 @@ class StreamSlots:
     operation_class=operation(),
 )
 async def decode_stream(
-    state: State, ref: FromPath[str], errors: FromQuery[ErrorsMode] = "replace",
+    tokenizer: LoadedTokenizer, worker: Worker, errors: FromQuery[ErrorsMode] = "replace",
     usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
 ) -> ASGIApp:  # fmt: skip
     """NDJSON in (`{"ids": [...]}` per line), NDJSON out (`{"text": ...}` per line, then
@@ -108,30 +82,29 @@ async def decode_stream(
     The handler returns a raw ASGI app, which owns `receive` and `send` for the rest of the
     request: Litestar's `Stream` response would consume `receive()` in its disconnect listener.
     """
-    loaded = resolve(state, ref)
+    loaded = tokenizer
     decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
-    meter = meter_for(state, usage, model)
-    release = state.stream_slots.acquire("ndjson")
+    meter = meter_for(worker.serving(), usage, model)
+    release = worker.stream_slots.acquire("ndjson")
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _pump(_Step(loaded.ref, loaded.tokenizer, decoder, state, meter), receive, send)
+            await _pump(_Step(loaded.ref, loaded.tokenizer, decoder, worker, meter), receive, send)
         finally:
             release()
 
     return stream
 
 
-def watch_stop(state: State) -> None:
-    """Set `state.stopping` as soon as the worker gets SIGTERM or SIGINT (before uvicorn waits for
+def watch_stop(worker: Worker) -> None:
+    """Set `worker.stopping` as soon as the worker gets SIGTERM or SIGINT (before uvicorn waits for
     connections to end), so open streams flush what they hold and end cleanly."""
-    state.stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         previous = signal.getsignal(sig)
 
         def handler(signum: int, frame: Any, previous: Any = previous) -> None:
-            loop.call_soon_threadsafe(state.stopping.set)
+            loop.call_soon_threadsafe(worker.stopping.set)
             if callable(previous):
                 previous(signum, frame)
 
@@ -166,10 +139,10 @@ class _Step:
     """One stream's decoding: budgets checked before work, large messages in a thread."""
 
     def __init__(self, ref: str, tokenizer: Tokenizer, decoder: StreamDecoder,
-                 state: State, meter: Meter) -> None:  # fmt: skip
-        self.ref, self.tokenizer, self.decoder, self.state = ref, tokenizer, decoder, state
+                 worker: Worker, meter: Meter) -> None:  # fmt: skip
+        self.ref, self.tokenizer, self.decoder, self.worker = ref, tokenizer, decoder, worker
         self.meter = meter
-        self.budget = StreamBudget(state.settings)
+        self.budget = StreamBudget(worker.settings)
 
     async def text(self, ids: list[int]) -> str:
         self.budget.spend(len(ids))
@@ -187,16 +160,16 @@ class _Step:
     async def send(self, fn: Callable[[], Awaitable[object]]) -> bool:
         """Send within the stream's deadline; False (logged) if the client is not reading."""
         left = self.budget.deadline - time.monotonic()
-        if await send_within(fn, self.state.stopping, max(left, 0.0)):
+        if await send_within(fn, self.worker.stopping, max(left, 0.0)):
             return True
         log.warning("stream on %s cut off: the client is not reading (%s)", self.ref,
-                    "the worker is stopping" if self.state.stopping.is_set()
+                    "the worker is stopping" if self.worker.stopping.is_set()
                     else "stream deadline passed")  # fmt: skip
         return False
 
 
 async def _pump(step: _Step, receive: Receive, send: Send) -> None:
-    settings: Settings = step.state.settings
+    settings = step.worker.settings
     budget, decoder = step.budget, step.decoder
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
@@ -208,7 +181,7 @@ async def _pump(step: _Step, receive: Receive, send: Send) -> None:
     more = True
     try:
         while more:
-            message = await _next(receive, step.state.stopping, budget.seconds_left())
+            message = await _next(receive, step.worker.stopping, budget.seconds_left())
             if message is None:  # the worker is stopping: flush and end the stream cleanly
                 last = step.meter.last(decoder.flush(), reason=STOPPING)
                 await step.send(partial(send, _body(_encode(last) + b"\n", more=False)))
@@ -255,15 +228,15 @@ async def decode_ws(
 ) -> None:  # fmt: skip
     """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
     Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
-    state = socket.app.state
+    worker = worker_of(socket.app)
     await socket.accept()
     try:
-        loaded = resolve(state, ref)
+        loaded = worker.serving().resolve(ref)
         decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
-        meter = meter_for(state, usage, model)
-        release = state.stream_slots.acquire("websocket")
+        meter = meter_for(worker.serving(), usage, model)
+        release = worker.stream_slots.acquire("websocket")
         try:
-            await _ws_loop(socket, _Step(loaded.ref, loaded.tokenizer, decoder, state, meter))
+            await _ws_loop(socket, _Step(loaded.ref, loaded.tokenizer, decoder, worker, meter))
         finally:
             release()
     except (WebSocketDisconnect, OSError):  # gone, or cut off by the write deadline
@@ -275,12 +248,12 @@ async def decode_ws(
 
 
 async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
-    settings: Settings = step.state.settings
+    settings = step.worker.settings
     budget, decoder = step.budget, step.decoder
     while True:
         try:
             seconds = min(settings.ws_idle_seconds, budget.seconds_left())
-            raw = await _next(lambda: socket.receive_data("text"), step.state.stopping, seconds)
+            raw = await _next(lambda: socket.receive_data("text"), step.worker.stopping, seconds)
         except TimeoutError:
             if seconds < settings.ws_idle_seconds:  # the stream's deadline came first
                 return await _ws_fail(socket, problems.for_error(budget.expired()), 1008)

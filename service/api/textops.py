@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from litestar import post
-from litestar.datastructures import State
-from litestar.params import FromPath, JSONBody
+from litestar.params import JSONBody
 
 from service.api import problems
 from service.api.bodies import strict_body
@@ -17,8 +16,9 @@ from service.api.models_wire import (
     TruncateResponse,
 )
 from service.api.openapi import operation
-from service.api.routes import ref_of, resolve
+from service.api.routes import ref_of
 from service.models import textops
+from service.store.registry import LoadedTokenizer
 
 
 @post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
@@ -30,17 +30,15 @@ from service.models import textops
       "Special-token literals count as ordinary text.",
       response_description="the kept text, its count and offsets",
       operation_class=operation(TruncateRequest))  # fmt: skip
-async def truncate(
-    state: State, ref: FromPath[str], data: JSONBody[TruncateRequest]
-) -> TruncateResponse:
+async def truncate(tokenizer: LoadedTokenizer, data: JSONBody[TruncateRequest]) -> TruncateResponse:
     """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
     `max_tokens` tokens (special-token literals count as ordinary text)."""
-    t = resolve(state, ref)
     cut = await run_work(
-        len(data.text), lambda: textops.truncate(t.tokenizer, data.text, data.max_tokens, data.keep)
+        len(data.text),
+        lambda: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep),
     )
     return TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
-                            start=cut.start, end=cut.end, tokenizer=ref_of(t))  # fmt: skip
+                            start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
 
 
 @post("/v1/tokenizers/{ref:str}/chunk", status_code=200,
@@ -52,16 +50,16 @@ async def truncate(
       "tokens. Special-token literals count as ordinary text.",
       response_description="the chunks, in order",
       operation_class=operation(ChunkRequest))  # fmt: skip
-async def chunk(state: State, ref: FromPath[str], data: JSONBody[ChunkRequest]) -> ChunkResponse:
+async def chunk(tokenizer: LoadedTokenizer, data: JSONBody[ChunkRequest]) -> ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
     after the first repeats the longest end of the previous one with at most `overlap` tokens."""
-    t = resolve(state, ref)
     cuts = await run_work(
-        len(data.text), lambda: textops.chunk(t.tokenizer, data.text, data.max_tokens, data.overlap)
+        len(data.text),
+        lambda: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap),
     )
     return ChunkResponse(
         chunks=[ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],
-        tokenizer=ref_of(t),
+        tokenizer=ref_of(tokenizer),
     )
 
 
