@@ -23,6 +23,7 @@ from service.api import (
     supervisor,
     textops,
 )
+from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
 from service.api.openapi import StrictStructSchemaPlugin
@@ -72,7 +73,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         signature_types=SIGNATURE_TYPES,
         lifespan=[lifespan],
         exception_handlers=problems.EXCEPTION_HANDLERS,
-        plugins=[StrictStructSchemaPlugin()],
+        plugins=[StrictStructSchemaPlugin(), StrictBodies()],
+        request_class=BodyRequest,
         middleware=[
             metrics.RequestMetrics,
             *_access(settings),

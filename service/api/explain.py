@@ -8,11 +8,9 @@ from typing import TypeVar
 
 import anyio.to_thread
 from litestar import post
-from litestar.params import JSONBody
 
 from service.api import metrics, problems
-from service.api.bodies import strict_body
-from service.api.openapi import operation
+from service.api.openapi import DocumentedOperation
 from service.api.routes import ref_of
 from service.api.wire import (
     ExplainPiece,
@@ -84,8 +82,7 @@ def response_of(
 @post(
     "/v1/tokenizers/{ref:str}/explain",
     status_code=200,
-    opt={"operation": "explain", "body": ExplainRequest},
-    before_request=strict_body,
+    opt={"operation": "explain"},
     responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["explain"],
     summary="Explain a short text's merges",
@@ -93,9 +90,9 @@ def response_of(
     "characters) into ids under the tokenizer's rule, normalization and pre-tokenization; the "
     "text is ordinary text, so `ids` equals encode with `disallowed_special: []`.",
     response_description="the steps of every piece, and the final ids",
-    operation_class=operation(ExplainRequest),
+    operation_class=DocumentedOperation,
 )
-async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) -> ExplainResponse:
+async def explain(tokenizer: LoadedTokenizer, data: ExplainRequest) -> ExplainResponse:
     """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
     normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
     t = tokenizer
@@ -110,8 +107,7 @@ async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) ->
 @post(
     "/v1/playground/explain",
     status_code=200,
-    opt={"operation": "explain", "body": InlineExplainRequest},
-    before_request=strict_body,
+    opt={"operation": "explain"},
     responses=problems.documented(400, 408, 413, 422),
     tags=["explain"],
     summary="Explain merges under an inline vocabulary",
@@ -119,9 +115,9 @@ async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) ->
     "the textbook counterexample that tells the `pairs` and `ranks` rules apart. Served with "
     "the playground (off with TOKSVC_PLAYGROUND=0).",
     response_description="the steps of every piece, and the final ids",
-    operation_class=operation(InlineExplainRequest),
+    operation_class=DocumentedOperation,
 )
-async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
+async def explain_inline(data: InlineExplainRequest) -> ExplainResponse:
     """The merge steps of a short text under a small vocabulary given inline (at most 512
     merges), e.g. the textbook counterexample or a vocabulary trained by `/v1/playground/train`."""
 
@@ -135,8 +131,7 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
 @post(
     "/v1/playground/train",
     status_code=200,
-    opt={"operation": "train", "body": TrainRequest},
-    before_request=strict_body,
+    opt={"operation": "train"},
     responses=problems.documented(400, 408, 413, 422),
     tags=["explain"],
     summary="Train a small vocabulary",
@@ -144,9 +139,9 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     "merges, for the playground's stepper. Served with the playground (off with "
     "TOKSVC_PLAYGROUND=0).",
     response_description="the learned merges and their tokens",
-    operation_class=operation(TrainRequest),
+    operation_class=DocumentedOperation,
 )
-async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
+async def train_small(data: TrainRequest) -> TrainResponse:
     """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
     size = len(data.text.encode("utf-8", "surrogatepass"))
     if size > MAX_TRAIN_BYTES:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import hashlib
 
 from litestar import get, post
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath
 
 from service.api import problems
-from service.api.bodies import strict_body
 from service.api.budget import run_work
 from service.api.models_wire import (
     ChatCountRequest,
@@ -22,7 +21,7 @@ from service.api.models_wire import (
     ModelRef,
     PriceInfo,
 )
-from service.api.openapi import operation
+from service.api.openapi import DocumentedOperation
 from service.api.routes import ref_of
 from service.models import billing
 from service.models.pricing import money
@@ -62,7 +61,8 @@ def model_ref(m: LoadedModel) -> ModelRef:
      responses=problems.documented(503), tags=["models"], summary="List the models",
      description="Every loaded model profile (every version of every name): its tokenizer, "
      "chat format, whether its counts are exact, context and output limits, and list prices.",
-     response_description="the loaded model profiles", operation_class=operation())  # fmt: skip
+     response_description="the loaded model profiles",
+     operation_class=DocumentedOperation)  # fmt: skip
 def list_models(registry: Registry) -> ModelListResponse:
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
@@ -72,13 +72,13 @@ def list_models(registry: Registry) -> ModelListResponse:
      summary="Describe one model", description="The profile `{model}` (a name, an alias or "
      "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
      "prices.", response_description="the model profile",
-     operation_class=operation())  # fmt: skip
+     operation_class=DocumentedOperation)  # fmt: skip
 def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
     return info_of(registry, registry.resolve_model(model))
 
 
 @post("/v1/models/{model:str}/count", status_code=200,
-      opt={"operation": "count_chat", "body": ChatCountRequest}, before_request=strict_body,
+      opt={"operation": "count_chat"},
       responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
       summary="Count a conversation's tokens", description="The input tokens of a chat "
       "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
@@ -86,9 +86,9 @@ def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
       "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
       "add up to `input_tokens`. A malformed message is a 422 naming its index.",
       response_description="the counts, and the model and vocabulary that counted",
-      operation_class=operation(ChatCountRequest))  # fmt: skip
+      operation_class=DocumentedOperation)  # fmt: skip
 async def count_chat(
-    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[ChatCountRequest]
+    registry: Registry, settings: Settings, model: FromPath[str], data: ChatCountRequest
 ) -> ChatCountResponse:
     """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
     size = sum(len(str(m)) for m in data.messages)
@@ -118,16 +118,16 @@ async def count_chat(
 
 
 @post("/v1/models/{model:str}/estimate", status_code=200,
-      opt={"operation": "estimate", "body": EstimateRequest}, before_request=strict_body,
+      opt={"operation": "estimate"},
       responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
       summary="Estimate a request's cost", description="Input tokens of a conversation (as "
       "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
       "model's maximum), and the cost of each part and in total as decimal strings, from the "
       "model's price file; `remaining_context` is what is left of the context window.",
       response_description="tokens, costs, and the model, tokenizer and prices used",
-      operation_class=operation(EstimateRequest))  # fmt: skip
+      operation_class=DocumentedOperation)  # fmt: skip
 async def estimate(
-    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[EstimateRequest]
+    registry: Registry, settings: Settings, model: FromPath[str], data: EstimateRequest
 ) -> EstimateResponse:
     """Input and output tokens, the cost of each part and in total (decimal strings)."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])

@@ -68,26 +68,30 @@ def _named(examples: Examples) -> dict[str, Example | Reference]:
     }
 
 
-def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
-    """An `operation_class` for a route: describes `{ref}` and `{model}` (with examples) and
-    gives the request body and the 200 response the named examples of `examples.EXAMPLES` for
-    the body's type."""
-    requests, responses = EXAMPLES[body] if body is not None else ({}, {})
+# by the name Litestar gives a body's schema while it builds operations (module path + class)
+_BY_NAME = {f"{b.__module__}.{b.__qualname__}".replace(".", "_"): ex for b, ex in EXAMPLES.items()}
 
-    @dataclass
-    class DocumentedOperation(Operation):
-        def __post_init__(self) -> None:
-            for parameter in self.parameters or ():
-                if isinstance(parameter, Parameter) and parameter.name in PARAMETERS:
-                    description, examples = PARAMETERS[parameter.name]
-                    parameter.description = description
-                    parameter.examples = dict(examples)
-            if requests and isinstance(self.request_body, RequestBody):
-                for media in self.request_body.content.values():
-                    media.examples = _named(requests)
-            ok = (self.responses or {}).get("200")
-            if responses and isinstance(ok, OpenAPIResponse):
-                for media in (ok.content or {}).values():
-                    media.examples = _named(responses)
 
-    return DocumentedOperation
+@dataclass
+class DocumentedOperation(Operation):
+    """The `operation_class` of every route: describes `{ref}` and `{model}` (with examples) and
+    gives the request body and the 200 response the named examples `examples.EXAMPLES` holds for
+    the body's type (found by the name of its schema)."""
+
+    def __post_init__(self) -> None:
+        for parameter in self.parameters or ():
+            if isinstance(parameter, Parameter) and parameter.name in PARAMETERS:
+                description, examples = PARAMETERS[parameter.name]
+                parameter.description = description
+                parameter.examples = dict(examples)
+        if not isinstance(self.request_body, RequestBody):
+            return
+        (body,) = self.request_body.content.values()  # JSON, the only body type
+        if not isinstance(body.schema, Reference):
+            return
+        requests, responses = _BY_NAME[body.schema.ref.rsplit("/", 1)[-1]]
+        body.examples = _named(requests)
+        ok = (self.responses or {}).get("200")
+        if isinstance(ok, OpenAPIResponse):
+            for media in (ok.content or {}).values():
+                media.examples = _named(responses)

@@ -8,12 +8,10 @@ from typing import Any
 
 from litestar import Response, get, post
 from litestar.exceptions import ValidationException
-from litestar.params import JSONBody
 
 from service.api import metrics, problems, token_pieces
-from service.api.bodies import strict_body
 from service.api.budget import check_items, check_output, run_work
-from service.api.openapi import operation
+from service.api.openapi import DocumentedOperation
 from service.api.wire import (
     CountRequest,
     CountResponse,
@@ -71,7 +69,7 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
 @get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False,
      responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
      description="Every loaded tokenizer file (every version of every name) with its metadata.",
-     response_description="the loaded tokenizers", operation_class=operation())  # fmt: skip
+     response_description="the loaded tokenizers", operation_class=DocumentedOperation)  # fmt: skip
 def list_tokenizers(registry: Registry) -> TokenizerListResponse:
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
 
@@ -80,7 +78,7 @@ def list_tokenizers(registry: Registry) -> TokenizerListResponse:
      responses=problems.documented(400, 404, 503), tags=["tokenizers"],
      summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
      "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
-     response_description="the tokenizer", operation_class=operation())  # fmt: skip
+     response_description="the tokenizer", operation_class=DocumentedOperation)  # fmt: skip
 def get_tokenizer(tokenizer: LoadedTokenizer) -> TokenizerInfoResponse:
     return info_of(tokenizer)
 
@@ -141,8 +139,7 @@ async def _per_text(
 @post(
     "/v1/tokenizers/{ref:str}/encode",
     status_code=200,
-    opt={"operation": "encode", "body": EncodeRequest},
-    before_request=strict_body,
+    opt={"operation": "encode"},
     responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["encode and count"],
     summary="Encode text to token ids",
@@ -150,10 +147,10 @@ async def _per_text(
     "order. A special-token literal in a text is a 422 unless `allowed_special` lists it (it "
     "becomes its special id) or `disallowed_special` is `[]` (it is encoded as plain text).",
     response_description="the ids, and the vocabulary that produced them",
-    operation_class=operation(EncodeRequest),
+    operation_class=DocumentedOperation,
 )
 async def encode(
-    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[EncodeRequest]
+    tokenizer: LoadedTokenizer, settings: Settings, data: EncodeRequest
 ) -> EncodeResponse:
     texts, results = await _per_text(settings, data, tokenizer.tokenizer.encode)
     metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
@@ -171,18 +168,17 @@ async def encode(
 @post(
     "/v1/tokenizers/{ref:str}/count",
     status_code=200,
-    opt={"operation": "count", "body": CountRequest},
-    before_request=strict_body,
+    opt={"operation": "count"},
     responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["encode and count"],
     summary="Count the tokens of text",
     description="The number of ids encode would return, with the same special-token policy: "
     "`text` gives `count`; `texts` gives `counts`, one per text, and their `total`.",
     response_description="the counts, and the vocabulary that counted",
-    operation_class=operation(CountRequest),
+    operation_class=DocumentedOperation,
 )
 async def count(
-    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[CountRequest]
+    tokenizer: LoadedTokenizer, settings: Settings, data: CountRequest
 ) -> CountResponse:
     texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)
     total = sum(counts)
@@ -198,8 +194,7 @@ async def count(
 @post(
     "/v1/tokenizers/{ref:str}/decode",
     status_code=200,
-    opt={"operation": "decode", "body": DecodeRequest},
-    before_request=strict_body,
+    opt={"operation": "decode"},
     responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["decode"],
     summary="Decode token ids to text",
@@ -208,10 +203,10 @@ async def count(
     "are a 422 (`errors: strict`, the default) or U+FFFD (`errors: replace`). "
     '`output: "base64"` returns the raw bytes instead.',
     response_description="the text (or bytes), and the vocabulary that decoded",
-    operation_class=operation(DecodeRequest),
+    operation_class=DocumentedOperation,
 )
 async def decode(
-    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[DecodeRequest]
+    tokenizer: LoadedTokenizer, settings: Settings, data: DecodeRequest
 ) -> DecodeResponse:
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
     batch = [data.ids] if data.ids is not None else data.batch or []
@@ -243,8 +238,7 @@ def _decode_all(
 @post(
     "/v1/tokenizers/{ref:str}/decode/step",
     status_code=200,
-    opt={"operation": "decode_stream", "body": DecodeStepRequest},
-    before_request=strict_body,
+    opt={"operation": "decode_stream"},
     responses=problems.documented(400, 404, 408, 413, 422, 503),
     tags=["streaming"],
     summary="Streaming decode, one stateless step",
@@ -253,10 +247,10 @@ def _decode_all(
     'an unfinished character are held back in the state; `"final": true` flushes them. Any '
     "replica can serve the next step.",
     response_description="the completed text and the next state",
-    operation_class=operation(DecodeStepRequest),
+    operation_class=DocumentedOperation,
 )
 async def decode_step(
-    tokenizer: LoadedTokenizer, settings: Settings, data: JSONBody[DecodeStepRequest]
+    tokenizer: LoadedTokenizer, settings: Settings, data: DecodeStepRequest
 ) -> DecodeStepResponse:
     """Stateless streaming decode: the returned `state` carries the held-back bytes."""
     check_items(settings, 1, len(data.ids))

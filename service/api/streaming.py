@@ -41,7 +41,7 @@ from service.api import metrics, problems
 from service.api.budget import StreamBudget, run_work, send_within
 from service.api.lines import LineDecoder
 from service.api.metering import Meter, meter_for
-from service.api.openapi import operation
+from service.api.openapi import DocumentedOperation
 from service.api.wire import ErrorsMode, StreamChunkRequest
 from service.api.worker import Worker, worker_of
 from service.bpe import StreamDecoder, Tokenizer
@@ -70,7 +70,7 @@ NDJSON = "application/x-ndjson"
     'problem response; after it, the stream ends with a line `{"error": <problem>}`. '
     "(The WebSocket form, `/v1/tokenizers/{ref}/decode/ws`, is described in docs/api.md.)",
     response_description="NDJSON lines of decoded text",
-    operation_class=operation(),
+    operation_class=DocumentedOperation,
 )
 async def decode_stream(
     tokenizer: LoadedTokenizer, worker: Worker, errors: FromQuery[ErrorsMode] = "replace",
