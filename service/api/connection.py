@@ -22,7 +22,6 @@ import logging
 from typing import Any
 
 import httptools
-import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
@@ -143,10 +142,8 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         if self.transport.is_closing():  # the parser refused the request already
             return
         limit = _settings().max_header_bytes
-        doc = problems.problem(431, "limit-exceeded", "Request header fields too large",
-                               f"the request line and headers exceed the limit of {limit} bytes",
-                               limit=limit)  # fmt: skip
-        body = msgspec.json.encode(doc)
+        detail = f"the request line and headers exceed the limit of {limit} bytes"
+        body = problems.encode(problems.for_http(431, detail, limit=limit))
         self.transport.write(
             b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
             b"content-type: " + problems.PROBLEM_JSON.encode() + b"\r\n"

@@ -8,8 +8,10 @@ from typing import TypeVar
 
 import anyio.to_thread
 from litestar import post
+from litestar.params import JSONBody
 
 from service.api import metrics, problems
+from service.api.dependencies import TokenizerDep
 from service.api.openapi import DocumentedOperation
 from service.api.routes import ref_of
 from service.api.wire import (
@@ -27,7 +29,6 @@ from service.bpe import Rule, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError
 from service.store.presets import PATTERNS
-from service.store.registry import LoadedTokenizer
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
@@ -92,7 +93,7 @@ def response_of(
     response_description="the steps of every piece, and the final ids",
     operation_class=DocumentedOperation,
 )
-async def explain(tokenizer: LoadedTokenizer, data: ExplainRequest) -> ExplainResponse:
+async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
     normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
     t = tokenizer
@@ -117,7 +118,7 @@ async def explain(tokenizer: LoadedTokenizer, data: ExplainRequest) -> ExplainRe
     response_description="the steps of every piece, and the final ids",
     operation_class=DocumentedOperation,
 )
-async def explain_inline(data: InlineExplainRequest) -> ExplainResponse:
+async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text under a small vocabulary given inline (at most 512
     merges), e.g. the textbook counterexample or a vocabulary trained by `/v1/playground/train`."""
 
@@ -141,7 +142,7 @@ async def explain_inline(data: InlineExplainRequest) -> ExplainResponse:
     response_description="the learned merges and their tokens",
     operation_class=DocumentedOperation,
 )
-async def train_small(data: TrainRequest) -> TrainResponse:
+async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
     """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
     size = len(data.text.encode("utf-8", "surrogatepass"))
     if size > MAX_TRAIN_BYTES:

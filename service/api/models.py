@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 
 from litestar import get, post
-from litestar.params import FromPath
+from litestar.params import FromPath, JSONBody
 
 from service.api import problems
 from service.api.budget import run_work
+from service.api.dependencies import RegistryDep, SettingsDep
 from service.api.models_wire import (
     ChatCountRequest,
     ChatCountResponse,
@@ -25,7 +26,6 @@ from service.api.openapi import DocumentedOperation
 from service.api.routes import ref_of
 from service.models import billing
 from service.models.pricing import money
-from service.settings import Settings
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import Registry
@@ -63,7 +63,7 @@ def model_ref(m: LoadedModel) -> ModelRef:
      "chat format, whether its counts are exact, context and output limits, and list prices.",
      response_description="the loaded model profiles",
      operation_class=DocumentedOperation)  # fmt: skip
-def list_models(registry: Registry) -> ModelListResponse:
+def list_models(registry: RegistryDep) -> ModelListResponse:
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
@@ -73,7 +73,7 @@ def list_models(registry: Registry) -> ModelListResponse:
      "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
      "prices.", response_description="the model profile",
      operation_class=DocumentedOperation)  # fmt: skip
-def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
+def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
     return info_of(registry, registry.resolve_model(model))
 
 
@@ -88,7 +88,10 @@ def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
       response_description="the counts, and the model and vocabulary that counted",
       operation_class=DocumentedOperation)  # fmt: skip
 async def count_chat(
-    registry: Registry, settings: Settings, model: FromPath[str], data: ChatCountRequest
+    registry: RegistryDep,
+    settings: SettingsDep,
+    model: FromPath[str],
+    data: JSONBody[ChatCountRequest],
 ) -> ChatCountResponse:
     """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
     size = sum(len(str(m)) for m in data.messages)
@@ -127,7 +130,10 @@ async def count_chat(
       response_description="tokens, costs, and the model, tokenizer and prices used",
       operation_class=DocumentedOperation)  # fmt: skip
 async def estimate(
-    registry: Registry, settings: Settings, model: FromPath[str], data: EstimateRequest
+    registry: RegistryDep,
+    settings: SettingsDep,
+    model: FromPath[str],
+    data: JSONBody[EstimateRequest],
 ) -> EstimateResponse:
     """Input and output tokens, the cost of each part and in total (decimal strings)."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])

@@ -6,11 +6,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from litestar import Response, get, post
+from litestar import get, post
 from litestar.exceptions import ValidationException
+from litestar.params import JSONBody
 
 from service.api import metrics, problems, token_pieces
 from service.api.budget import check_items, check_output, run_work
+from service.api.dependencies import RegistryDep, SettingsDep, TokenizerDep, WorkerDep
 from service.api.openapi import DocumentedOperation
 from service.api.wire import (
     CountRequest,
@@ -30,12 +32,11 @@ from service.api.wire import (
     TokenizerListResponse,
     TokenizerRef,
 )
-from service.api.worker import Worker
 from service.bpe import SpecialSet, StreamDecoder, Tokenizer
 from service.errors import NotReadyError
 from service.settings import Settings
 from service.store.engines import native_missing_warning
-from service.store.registry import LoadedTokenizer, Registry
+from service.store.registry import LoadedTokenizer
 
 # --- shared helpers ----------------------------------------------------------------------------
 
@@ -70,7 +71,7 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
      responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
      description="Every loaded tokenizer file (every version of every name) with its metadata.",
      response_description="the loaded tokenizers", operation_class=DocumentedOperation)  # fmt: skip
-def list_tokenizers(registry: Registry) -> TokenizerListResponse:
+def list_tokenizers(registry: RegistryDep) -> TokenizerListResponse:
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
 
 
@@ -79,7 +80,7 @@ def list_tokenizers(registry: Registry) -> TokenizerListResponse:
      summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
      "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
      response_description="the tokenizer", operation_class=DocumentedOperation)  # fmt: skip
-def get_tokenizer(tokenizer: LoadedTokenizer) -> TokenizerInfoResponse:
+def get_tokenizer(tokenizer: TokenizerDep) -> TokenizerInfoResponse:
     return info_of(tokenizer)
 
 
@@ -95,21 +96,18 @@ def healthz() -> HealthResponse:
      description="200 once the store is loaded and this worker serves; 503 (problem, with "
      "`Retry-After` and the files that failed) before that.",
      response_description="ready to serve")  # fmt: skip
-def readyz(worker: Worker) -> Response[Any]:
+def readyz(worker: WorkerDep) -> HealthResponse:
     """Ready only when every file of every store loaded: a replica that serves part of the store
     must not take traffic beside replicas that serve all of it (during a rollout, say)."""
     registry = worker.registry
     if registry is None or not registry.complete:
-        reasons = [str(f) for f in registry.failures] if registry is not None else []
-        detail = (f"{len(reasons)} store file(s) failed to load; this worker serves the others but "
-                  "is not ready" if reasons and registry and len(registry)
-                  else str(NotReadyError()))  # fmt: skip
-        doc = problems.problem(503, "not-ready", "Not ready", detail, failures=reasons)
-        return problems.response(doc, {"Retry-After": "1"})
+        failures = [str(f) for f in registry.failures] if registry is not None else []
+        serving = registry is not None and len(registry) > 0
+        raise NotReadyError(failures, serving=serving)
     warning = native_missing_warning()  # ready, but slow: say so where operators look
-    return Response(HealthResponse(status="ready", tokenizers=len(registry),
-                                   engine="python" if warning else "native",
-                                   warnings=[warning] if warning else None))  # fmt: skip
+    return HealthResponse(status="ready", tokenizers=len(registry),
+                          engine="python" if warning else "native",
+                          warnings=[warning] if warning else None)  # fmt: skip
 
 
 # --- encode and count ---------------------------------------------------------------------
@@ -123,7 +121,7 @@ def _texts(settings: Settings, data: TextsRequest) -> list[str]:
 
 
 async def _per_text(
-    settings: Settings, data: TextsRequest, apply: Callable[..., Any]
+    settings: SettingsDep, data: JSONBody[TextsRequest], apply: Callable[..., Any]
 ) -> tuple[list[str], list[Any]]:
     """Apply `encode` or `count` (bound to a tokenizer) to each text of the request, with its
     special-token policy."""
@@ -150,7 +148,7 @@ async def _per_text(
     operation_class=DocumentedOperation,
 )
 async def encode(
-    tokenizer: LoadedTokenizer, settings: Settings, data: EncodeRequest
+    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[EncodeRequest]
 ) -> EncodeResponse:
     texts, results = await _per_text(settings, data, tokenizer.tokenizer.encode)
     metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
@@ -178,7 +176,7 @@ async def encode(
     operation_class=DocumentedOperation,
 )
 async def count(
-    tokenizer: LoadedTokenizer, settings: Settings, data: CountRequest
+    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[CountRequest]
 ) -> CountResponse:
     texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)
     total = sum(counts)
@@ -206,7 +204,7 @@ async def count(
     operation_class=DocumentedOperation,
 )
 async def decode(
-    tokenizer: LoadedTokenizer, settings: Settings, data: DecodeRequest
+    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeRequest]
 ) -> DecodeResponse:
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
     batch = [data.ids] if data.ids is not None else data.batch or []
@@ -225,7 +223,7 @@ async def decode(
 
 
 def _decode_all(
-    tok: Tokenizer, batch: list[list[int]], data: DecodeRequest, settings: Settings
+    tok: Tokenizer, batch: list[list[int]], data: JSONBody[DecodeRequest], settings: SettingsDep
 ) -> list[DecodeResult]:
     """The output budget is checked before any output is built (base64 grows it by 4/3)."""
     size = sum(map(tok.decoded_size, batch))
@@ -250,7 +248,7 @@ def _decode_all(
     operation_class=DocumentedOperation,
 )
 async def decode_step(
-    tokenizer: LoadedTokenizer, settings: Settings, data: DecodeStepRequest
+    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeStepRequest]
 ) -> DecodeStepResponse:
     """Stateless streaming decode: the returned `state` carries the held-back bytes."""
     check_items(settings, 1, len(data.ids))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from litestar import post
+from litestar.params import JSONBody
 
 from service.api import problems
 from service.api.budget import run_work
+from service.api.dependencies import TokenizerDep
 from service.api.models_wire import (
     ChunkOut,
     ChunkRequest,
@@ -16,7 +18,6 @@ from service.api.models_wire import (
 from service.api.openapi import DocumentedOperation
 from service.api.routes import ref_of
 from service.models import textops
-from service.store.registry import LoadedTokenizer
 
 
 @post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
@@ -28,7 +29,7 @@ from service.store.registry import LoadedTokenizer
       "Special-token literals count as ordinary text.",
       response_description="the kept text, its count and offsets",
       operation_class=DocumentedOperation)  # fmt: skip
-async def truncate(tokenizer: LoadedTokenizer, data: TruncateRequest) -> TruncateResponse:
+async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> TruncateResponse:
     """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
     `max_tokens` tokens (special-token literals count as ordinary text)."""
     cut = await run_work(
@@ -48,7 +49,7 @@ async def truncate(tokenizer: LoadedTokenizer, data: TruncateRequest) -> Truncat
       "tokens. Special-token literals count as ordinary text.",
       response_description="the chunks, in order",
       operation_class=DocumentedOperation)  # fmt: skip
-async def chunk(tokenizer: LoadedTokenizer, data: ChunkRequest) -> ChunkResponse:
+async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
     after the first repeats the longest end of the previous one with at most `overlap` tokens."""
     cuts = await run_work(

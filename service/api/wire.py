@@ -284,7 +284,7 @@ class HealthResponse(_Response, frozen=True):
     ] = None
 
 
-class ProblemResponse(Struct, frozen=True, kw_only=True):
+class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """RFC 9457 problem details (`application/problem+json`). Extension members name the facts;
     which ones a problem carries depends on its `type` (listed in docs/api.md)."""
 
@@ -304,7 +304,7 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
         list[str] | None,
         doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
     ] = None
-    limit: Annotated[float | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
+    limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
     token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
         None
     )
@@ -320,6 +320,14 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
     offset: Annotated[int | None, doc("undecodable-bytes: byte offset of the bad bytes")] = None
     bytes: Annotated[str | None, doc("undecodable-bytes: the bytes, hex", "f09f")] = None
     failures: Annotated[list[str] | None, doc("not-ready on /readyz: files that failed")] = None
+    index: Annotated[
+        int | msgspec.UnsetType | None,
+        doc("invalid-message: the index of the message (null: the request as a whole)", 1),
+    ] = msgspec.UNSET
+    field: Annotated[str | None, doc("invalid-message: the field at fault", "role")] = None
+    needed: Annotated[int | None, doc("context-overflow: input plus output tokens", 9010)] = None
+    context_window: Annotated[int | None, doc("context-overflow: the model's window", 8192)] = None
+    missing: Annotated[str | None, doc("price-missing: which price is missing", "output")] = None
 
 
 class ReloadResponse(_Response, frozen=True):
