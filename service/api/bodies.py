@@ -126,3 +126,9 @@ def _refuse_lone_surrogates(body: bytes) -> None:
         pending = match
     if pending is not None:
         raise SurrogateError(pending.end() - 6, "byte {} of the request body")
+
+
+def exactly_one(a: object, b: object, names: str) -> None:
+    """A body rule the Struct cannot state: exactly one of two fields is given (400 otherwise)."""
+    if (a is None) == (b is None):
+        raise ValidationException(f"give exactly one of {names}")

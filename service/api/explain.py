@@ -11,9 +11,9 @@ from litestar import post
 from litestar.params import JSONBody
 
 from service.api import metrics, problems
+from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
 from service.api.openapi import DocumentedOperation
-from service.api.routes import ref_of
 from service.api.wire import (
     ExplainPiece,
     ExplainRequest,

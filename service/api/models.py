@@ -9,6 +9,7 @@ from litestar.params import FromPath, JSONBody
 
 from service.api import problems
 from service.api.budget import run_work
+from service.api.catalog import ref_of
 from service.api.dependencies import RegistryDep, SettingsDep
 from service.api.models_wire import (
     ChatCountRequest,
@@ -23,7 +24,6 @@ from service.api.models_wire import (
     PriceInfo,
 )
 from service.api.openapi import DocumentedOperation
-from service.api.routes import ref_of
 from service.models import billing
 from service.models.pricing import money
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat

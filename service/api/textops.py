@@ -7,6 +7,7 @@ from litestar.params import JSONBody
 
 from service.api import problems
 from service.api.budget import run_work
+from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
 from service.api.models_wire import (
     ChunkOut,
@@ -16,7 +17,6 @@ from service.api.models_wire import (
     TruncateResponse,
 )
 from service.api.openapi import DocumentedOperation
-from service.api.routes import ref_of
 from service.models import textops
 
 

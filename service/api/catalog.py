@@ -1,0 +1,45 @@
+"""What is served: list and describe the tokenizers (and name one in every answer)."""
+
+from __future__ import annotations
+
+from litestar import get
+
+from service.api import problems
+from service.api.dependencies import RegistryDep, TokenizerDep
+from service.api.openapi import DocumentedOperation
+from service.api.wire import TokenizerInfoResponse, TokenizerListResponse, TokenizerRef
+from service.store.registry import LoadedTokenizer
+
+
+def ref_of(t: LoadedTokenizer) -> TokenizerRef:
+    return TokenizerRef(name=t.name, version=t.version, sha256=t.sha256)
+
+
+def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
+    m = t.metadata
+    return TokenizerInfoResponse(
+        name=t.name, version=t.version, ref=t.ref, default=t.is_default, sha256=t.sha256,
+        rule=t.rule, vocab_size=t.tokenizer.n_vocab, special_tokens=t.tokenizer.special_tokens,
+        normalization=t.normalization, pattern=t.pattern, self_consistent=t.self_consistent,
+        description=m.description, source=m.source, license=m.license, created=m.created,
+    )  # fmt: skip
+
+
+@get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False,
+     responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
+     description="Every loaded tokenizer file (every version of every name) with its metadata.",
+     response_description="the loaded tokenizers", operation_class=DocumentedOperation)  # fmt: skip
+def list_tokenizers(registry: RegistryDep) -> TokenizerListResponse:
+    return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
+
+
+@get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False,
+     responses=problems.documented(400, 404, 503), tags=["tokenizers"],
+     summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
+     "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
+     response_description="the tokenizer", operation_class=DocumentedOperation)  # fmt: skip
+def get_tokenizer(tokenizer: TokenizerDep) -> TokenizerInfoResponse:
+    return info_of(tokenizer)
+
+
+ROUTES = [list_tokenizers, get_tokenizer]
