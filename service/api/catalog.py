@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from litestar import get
-
-from service.api import problems
 from service.api.dependencies import RegistryDep, TokenizerDep
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_get
 from service.api.wire import TokenizerInfoResponse, TokenizerListResponse, TokenizerRef
 from service.store.registry import LoadedTokenizer
 
@@ -25,19 +22,28 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
     )  # fmt: skip
 
 
-@get("/v1/tokenizers", opt={"operation": "list"}, sync_to_thread=False,
-     responses=problems.documented(503), tags=["tokenizers"], summary="List the tokenizers",
-     description="Every loaded tokenizer file (every version of every name) with its metadata.",
-     response_description="the loaded tokenizers", operation_class=DocumentedOperation)  # fmt: skip
+@json_get(
+    "/v1/tokenizers",
+    name="list",
+    tag="tokenizers",
+    summary="List the tokenizers",
+    description="Every loaded tokenizer file (every version of every name) with its metadata.",
+    returns="the loaded tokenizers",
+)
 def list_tokenizers(registry: RegistryDep) -> TokenizerListResponse:
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
 
 
-@get("/v1/tokenizers/{ref:str}", opt={"operation": "info"}, sync_to_thread=False,
-     responses=problems.documented(400, 404, 503), tags=["tokenizers"],
-     summary="Describe one tokenizer", description="The metadata of the file `{ref}` resolves "
-     "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
-     response_description="the tokenizer", operation_class=DocumentedOperation)  # fmt: skip
+@json_get(
+    "/v1/tokenizers/{ref:str}",
+    name="info",
+    tag="tokenizers",
+    summary="Describe one tokenizer",
+    description="The metadata of the file `{ref}` resolves "
+    "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
+    returns="the tokenizer",
+    problems=(400, 404, 503),
+)
 def get_tokenizer(tokenizer: TokenizerDep) -> TokenizerInfoResponse:
     return info_of(tokenizer)
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import metrics, problems
+from service.api import metrics
 from service.api.bodies import exactly_one
 from service.api.budget import check_items, check_output, run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import SettingsDep, TokenizerDep
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_post
 from service.api.wire import (
     DecodeRequest,
     DecodeResponse,
@@ -23,19 +22,16 @@ from service.api.wire import (
 from service.bpe import StreamDecoder, Tokenizer
 
 
-@post(
+@json_post(
     "/v1/tokenizers/{ref:str}/decode",
-    status_code=200,
-    opt={"operation": "decode"},
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["decode"],
+    name="decode",
+    tag="decode",
     summary="Decode token ids to text",
     description="`ids` gives `text`; `batch` gives `results`, one per id list, in order. "
     "Ids that are not in the vocabulary are a 422 naming them; bytes that are not valid UTF-8 "
     "are a 422 (`errors: strict`, the default) or U+FFFD (`errors: replace`). "
     '`output: "base64"` returns the raw bytes instead.',
-    response_description="the text (or bytes), and the vocabulary that decoded",
-    operation_class=DocumentedOperation,
+    returns="the text (or bytes), and the vocabulary that decoded",
 )
 async def decode(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeRequest]
@@ -67,19 +63,16 @@ def _decode_all(
     return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
 
 
-@post(
+@json_post(
     "/v1/tokenizers/{ref:str}/decode/step",
-    status_code=200,
-    opt={"operation": "decode_stream"},
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["streaming"],
+    name="decode_stream",
+    tag="streaming",
     summary="Streaming decode, one stateless step",
     description="Send the ids generated since the last step and the `state` the last step "
     "returned (null to start); get the text that became whole and the next `state`. Bytes of "
     'an unfinished character are held back in the state; `"final": true` flushes them. Any '
     "replica can serve the next step.",
-    response_description="the completed text and the next state",
-    operation_class=DocumentedOperation,
+    returns="the completed text and the next state",
 )
 async def decode_step(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeStepRequest]

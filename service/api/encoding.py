@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import metrics, problems, token_pieces
+from service.api import metrics, token_pieces
 from service.api.bodies import exactly_one
 from service.api.budget import check_items, run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import SettingsDep, TokenizerDep
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_post
 from service.api.wire import (
     CountRequest,
     CountResponse,
@@ -52,18 +51,15 @@ async def _per_text(
     return texts, await run_work(sum(map(len, texts)), work)
 
 
-@post(
+@json_post(
     "/v1/tokenizers/{ref:str}/encode",
-    status_code=200,
-    opt={"operation": "encode"},
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["encode and count"],
+    name="encode",
+    tag="encode and count",
     summary="Encode text to token ids",
     description="`text` gives `ids` and `count`; `texts` gives `results`, one per text, in "
     "order. A special-token literal in a text is a 422 unless `allowed_special` lists it (it "
     "becomes its special id) or `disallowed_special` is `[]` (it is encoded as plain text).",
-    response_description="the ids, and the vocabulary that produced them",
-    operation_class=DocumentedOperation,
+    returns="the ids, and the vocabulary that produced them",
 )
 async def encode(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[EncodeRequest]
@@ -81,17 +77,14 @@ async def encode(
         for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
 
 
-@post(
+@json_post(
     "/v1/tokenizers/{ref:str}/count",
-    status_code=200,
-    opt={"operation": "count"},
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["encode and count"],
+    name="count",
+    tag="encode and count",
     summary="Count the tokens of text",
     description="The number of ids encode would return, with the same special-token policy: "
     "`text` gives `count`; `texts` gives `counts`, one per text, and their `total`.",
-    response_description="the counts, and the vocabulary that counted",
-    operation_class=DocumentedOperation,
+    returns="the counts, and the vocabulary that counted",
 )
 async def count(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[CountRequest]

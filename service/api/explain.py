@@ -7,13 +7,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import anyio.to_thread
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import metrics, problems
+from service.api import metrics
 from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_post
 from service.api.wire import (
     ExplainPiece,
     ExplainRequest,
@@ -80,18 +79,15 @@ def response_of(
     )
 
 
-@post(
+@json_post(
     "/v1/tokenizers/{ref:str}/explain",
-    status_code=200,
-    opt={"operation": "explain"},
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["explain"],
+    name="explain",
+    tag="explain",
     summary="Explain a short text's merges",
     description="The merge steps, one per step, that turn each piece of the text (at most 256 "
     "characters) into ids under the tokenizer's rule, normalization and pre-tokenization; the "
     "text is ordinary text, so `ids` equals encode with `disallowed_special: []`.",
-    response_description="the steps of every piece, and the final ids",
-    operation_class=DocumentedOperation,
+    returns="the steps of every piece, and the final ids",
 )
 async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
@@ -105,18 +101,16 @@ async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> Ex
     return out
 
 
-@post(
+@json_post(
     "/v1/playground/explain",
-    status_code=200,
-    opt={"operation": "explain"},
-    responses=problems.documented(400, 408, 413, 422),
-    tags=["explain"],
+    name="explain",
+    tag="explain",
     summary="Explain merges under an inline vocabulary",
     description="The same steps for a small vocabulary given as merges (at most 512), e.g. "
     "the textbook counterexample that tells the `pairs` and `ranks` rules apart. Served with "
     "the playground (off with TOKSVC_PLAYGROUND=0).",
-    response_description="the steps of every piece, and the final ids",
-    operation_class=DocumentedOperation,
+    returns="the steps of every piece, and the final ids",
+    problems=(400, 408, 413, 422),
 )
 async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
     """The merge steps of a short text under a small vocabulary given inline (at most 512
@@ -129,18 +123,16 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     return response_of(data.rule, await in_thread(work))
 
 
-@post(
+@json_post(
     "/v1/playground/train",
-    status_code=200,
-    opt={"operation": "train"},
-    responses=problems.documented(400, 408, 413, 422),
-    tags=["explain"],
+    name="train",
+    tag="explain",
     summary="Train a small vocabulary",
     description="Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 "
     "merges, for the playground's stepper. Served with the playground (off with "
     "TOKSVC_PLAYGROUND=0).",
-    response_description="the learned merges and their tokens",
-    operation_class=DocumentedOperation,
+    returns="the learned merges and their tokens",
+    problems=(400, 408, 413, 422),
 )
 async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
     """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""

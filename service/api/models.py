@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from litestar import get, post
 from litestar.params import FromPath, JSONBody
 
-from service.api import problems
 from service.api.budget import run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import RegistryDep, SettingsDep
@@ -23,7 +21,7 @@ from service.api.models_wire import (
     ModelRef,
     PriceInfo,
 )
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_get, json_post
 from service.models import billing
 from service.models.pricing import money
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat
@@ -57,36 +55,46 @@ def model_ref(m: LoadedModel) -> ModelRef:
     return ModelRef(name=m.name, version=m.version, sha256=m.sha256)
 
 
-@get("/v1/models", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(503), tags=["models"], summary="List the models",
-     description="Every loaded model profile (every version of every name): its tokenizer, "
-     "chat format, whether its counts are exact, context and output limits, and list prices.",
-     response_description="the loaded model profiles",
-     operation_class=DocumentedOperation)  # fmt: skip
+@json_get(
+    "/v1/models",
+    name="models",
+    tag="models",
+    summary="List the models",
+    description="Every loaded model profile (every version of every name): its tokenizer, "
+    "chat format, whether its counts are exact, context and output limits, and list prices.",
+    returns="the loaded model profiles",
+)
 def list_models(registry: RegistryDep) -> ModelListResponse:
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
-@get("/v1/models/{model:str}", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(400, 404, 503), tags=["models"],
-     summary="Describe one model", description="The profile `{model}` (a name, an alias or "
-     "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
-     "prices.", response_description="the model profile",
-     operation_class=DocumentedOperation)  # fmt: skip
+@json_get(
+    "/v1/models/{model:str}",
+    name="models",
+    tag="models",
+    summary="Describe one model",
+    description="The profile `{model}` (a name, an alias or "
+    "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
+    "prices.",
+    returns="the model profile",
+    problems=(400, 404, 503),
+)
 def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
     return info_of(registry, registry.resolve_model(model))
 
 
-@post("/v1/models/{model:str}/count", status_code=200,
-      opt={"operation": "count_chat"},
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
-      summary="Count a conversation's tokens", description="The input tokens of a chat "
-      "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
-      "the model's chat template or harmony format (exact), or by OpenAI's published "
-      "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
-      "add up to `input_tokens`. A malformed message is a 422 naming its index.",
-      response_description="the counts, and the model and vocabulary that counted",
-      operation_class=DocumentedOperation)  # fmt: skip
+@json_post(
+    "/v1/models/{model:str}/count",
+    name="count_chat",
+    tag="models",
+    summary="Count a conversation's tokens",
+    description="The input tokens of a chat "
+    "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
+    "the model's chat template or harmony format (exact), or by OpenAI's published "
+    "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
+    "add up to `input_tokens`. A malformed message is a 422 naming its index.",
+    returns="the counts, and the model and vocabulary that counted",
+)
 async def count_chat(
     registry: RegistryDep,
     settings: SettingsDep,
@@ -120,15 +128,17 @@ async def count_chat(
     )  # fmt: skip
 
 
-@post("/v1/models/{model:str}/estimate", status_code=200,
-      opt={"operation": "estimate"},
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
-      summary="Estimate a request's cost", description="Input tokens of a conversation (as "
-      "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
-      "model's maximum), and the cost of each part and in total as decimal strings, from the "
-      "model's price file; `remaining_context` is what is left of the context window.",
-      response_description="tokens, costs, and the model, tokenizer and prices used",
-      operation_class=DocumentedOperation)  # fmt: skip
+@json_post(
+    "/v1/models/{model:str}/estimate",
+    name="estimate",
+    tag="models",
+    summary="Estimate a request's cost",
+    description="Input tokens of a conversation (as "
+    "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
+    "model's maximum), and the cost of each part and in total as decimal strings, from the "
+    "model's price file; `remaining_context` is what is left of the context window.",
+    returns="tokens, costs, and the model, tokenizer and prices used",
+)
 async def estimate(
     registry: RegistryDep,
     settings: SettingsDep,

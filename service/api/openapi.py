@@ -8,7 +8,9 @@ from inspect import cleandoc
 from typing import TYPE_CHECKING
 
 import msgspec
+from litestar import get, post
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Example,
     OpenAPIResponse,
@@ -19,6 +21,7 @@ from litestar.openapi.spec import (
 )
 
 from service.api.examples import EXAMPLES, Examples
+from service.api.problems import documented
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -95,3 +98,25 @@ class DocumentedOperation(Operation):
         if isinstance(ok, OpenAPIResponse):
             for media in (ok.content or {}).values():
                 media.examples = _named(responses)
+
+
+BODY_PROBLEMS = (400, 404, 408, 413, 422, 503)  # what a route with a body and a `{ref}` can answer
+
+
+def json_get(path: str, *, name: str, tag: str, summary: str, description: str, returns: str,
+             problems: tuple[int, ...] = (503,)) -> HTTPRouteHandler:  # fmt: skip
+    """A GET operation answering JSON, declared once: its metrics name (`operation`), its docs
+    (tag, summary, description, what it returns) and the problem statuses it can answer."""
+    return get(path, sync_to_thread=False, opt={"operation": name},
+               responses=documented(*problems), tags=[tag], summary=summary,
+               description=description, response_description=returns,
+               operation_class=DocumentedOperation)  # fmt: skip
+
+
+def json_post(path: str, *, name: str, tag: str, summary: str, description: str, returns: str,
+              problems: tuple[int, ...] = BODY_PROBLEMS) -> HTTPRouteHandler:  # fmt: skip
+    """A POST operation taking and answering JSON (status 200), declared as `json_get` is."""
+    return post(path, status_code=200, opt={"operation": name},
+                responses=documented(*problems), tags=[tag], summary=summary,
+                description=description, response_description=returns,
+                operation_class=DocumentedOperation)  # fmt: skip

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
-from litestar import get
-
-from service.api import problems
 from service.api.dependencies import WorkerDep
+from service.api.openapi import json_get
 from service.api.wire import HealthResponse
 from service.errors import NotReadyError
 from service.store.engines import native_missing_warning
 
 
-@get("/healthz", opt={"operation": "health"}, sync_to_thread=False, tags=["probes"],
-     summary="Liveness", description="200 while the process runs, even while the store loads.",
-     response_description="alive")  # fmt: skip
+@json_get(
+    "/healthz",
+    name="health",
+    tag="probes",
+    summary="Liveness",
+    description="200 while the process runs, even while the store loads.",
+    returns="alive",
+    problems=(),
+)
 def healthz() -> HealthResponse:
     return HealthResponse(status="ok")
 
 
-@get("/readyz", opt={"operation": "health"}, sync_to_thread=False,
-     responses=problems.documented(503), tags=["probes"], summary="Readiness",
-     description="200 once the store is loaded and this worker serves; 503 (problem, with "
-     "`Retry-After` and the files that failed) before that.",
-     response_description="ready to serve")  # fmt: skip
+@json_get(
+    "/readyz",
+    name="health",
+    tag="probes",
+    summary="Readiness",
+    description="200 once the store is loaded and this worker serves; 503 (problem, with "
+    "`Retry-After` and the files that failed) before that.",
+    returns="ready to serve",
+)
 def readyz(worker: WorkerDep) -> HealthResponse:
     """Ready only when every file of every store loaded: a replica that serves part of the store
     must not take traffic beside replicas that serve all of it (during a rollout, say)."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import problems
 from service.api.budget import run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
@@ -16,19 +14,21 @@ from service.api.models_wire import (
     TruncateRequest,
     TruncateResponse,
 )
-from service.api.openapi import DocumentedOperation
+from service.api.openapi import json_post
 from service.models import textops
 
 
-@post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
-      opt={"operation": "truncate"},
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
-      summary="Truncate text to a token budget", description="The longest prefix (`keep: "
-      "start`, the default) or suffix (`keep: end`) of whole characters that encodes to at most "
-      "`max_tokens` tokens, with its count and its [start, end) in the text in code points. "
-      "Special-token literals count as ordinary text.",
-      response_description="the kept text, its count and offsets",
-      operation_class=DocumentedOperation)  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/truncate",
+    name="truncate",
+    tag="text budgets",
+    summary="Truncate text to a token budget",
+    description="The longest prefix (`keep: "
+    "start`, the default) or suffix (`keep: end`) of whole characters that encodes to at most "
+    "`max_tokens` tokens, with its count and its [start, end) in the text in code points. "
+    "Special-token literals count as ordinary text.",
+    returns="the kept text, its count and offsets",
+)
 async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> TruncateResponse:
     """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
     `max_tokens` tokens (special-token literals count as ordinary text)."""
@@ -40,15 +40,17 @@ async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> 
                             start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
 
 
-@post("/v1/tokenizers/{ref:str}/chunk", status_code=200,
-      opt={"operation": "chunk"},
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
-      summary="Split text into token-bounded chunks", description="Chunks of at most "
-      "`max_tokens` tokens that cover the text, in order, with code point offsets; each chunk "
-      "after the first repeats the longest end of the previous one with at most `overlap` "
-      "tokens. Special-token literals count as ordinary text.",
-      response_description="the chunks, in order",
-      operation_class=DocumentedOperation)  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/chunk",
+    name="chunk",
+    tag="text budgets",
+    summary="Split text into token-bounded chunks",
+    description="Chunks of at most "
+    "`max_tokens` tokens that cover the text, in order, with code point offsets; each chunk "
+    "after the first repeats the longest end of the previous one with at most `overlap` "
+    "tokens. Special-token literals count as ordinary text.",
+    returns="the chunks, in order",
+)
 async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
     after the first repeats the longest end of the previous one with at most `overlap` tokens."""
