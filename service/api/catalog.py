@@ -22,29 +22,19 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
     )  # fmt: skip
 
 
-@json_get(
-    "/v1/tokenizers",
-    name="list",
-    tag="tokenizers",
-    summary="List the tokenizers",
-    description="Every loaded tokenizer file (every version of every name) with its metadata.",
-    returns="the loaded tokenizers",
-)
+@json_get("/v1/tokenizers", name="list", tag="tokenizers",
+          summary="List the tokenizers", returns="the loaded tokenizers")  # fmt: skip
 def list_tokenizers(registry: RegistryDep) -> TokenizerListResponse:
+    """Every loaded tokenizer file (every version of every name) with its metadata."""
     return TokenizerListResponse(tokenizers=[info_of(t) for t in registry])
 
 
-@json_get(
-    "/v1/tokenizers/{ref:str}",
-    name="info",
-    tag="tokenizers",
-    summary="Describe one tokenizer",
-    description="The metadata of the file `{ref}` resolves "
-    "to: exact version, sha256, merge rule, special tokens, pattern and provenance.",
-    returns="the tokenizer",
-    problems=(400, 404, 503),
-)
+@json_get("/v1/tokenizers/{ref:str}", name="info", tag="tokenizers",
+          summary="Describe one tokenizer", returns="the tokenizer",
+          problems=(400, 404, 503))  # fmt: skip
 def get_tokenizer(tokenizer: TokenizerDep) -> TokenizerInfoResponse:
+    """The metadata of the file `{ref}` resolves to: exact version, sha256, merge rule, special
+    tokens, pattern and provenance."""
     return info_of(tokenizer)
 
 

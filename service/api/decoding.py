@@ -22,20 +22,16 @@ from service.api.wire import (
 from service.bpe import StreamDecoder, Tokenizer
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/decode",
-    name="decode",
-    tag="decode",
-    summary="Decode token ids to text",
-    description="`ids` gives `text`; `batch` gives `results`, one per id list, in order. "
-    "Ids that are not in the vocabulary are a 422 naming them; bytes that are not valid UTF-8 "
-    "are a 422 (`errors: strict`, the default) or U+FFFD (`errors: replace`). "
-    '`output: "base64"` returns the raw bytes instead.',
-    returns="the text (or bytes), and the vocabulary that decoded",
-)
+@json_post("/v1/tokenizers/{ref:str}/decode", name="decode", tag="decode",
+           summary="Decode token ids to text",
+           returns="the text (or bytes), and the vocabulary that decoded")  # fmt: skip
 async def decode(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeRequest]
 ) -> DecodeResponse:
+    """`ids` gives `text`; `batch` gives `results`, one per id list, in order. Ids that are not in
+    the vocabulary are a 422 naming them; bytes that are not valid UTF-8 are a 422 (`errors:
+    strict`, the default) or U+FFFD (`errors: replace`). `output: "base64"` returns the raw
+    bytes instead."""
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
@@ -63,21 +59,16 @@ def _decode_all(
     return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/decode/step",
-    name="decode_stream",
-    tag="streaming",
-    summary="Streaming decode, one stateless step",
-    description="Send the ids generated since the last step and the `state` the last step "
-    "returned (null to start); get the text that became whole and the next `state`. Bytes of "
-    'an unfinished character are held back in the state; `"final": true` flushes them. Any '
-    "replica can serve the next step.",
-    returns="the completed text and the next state",
-)
+@json_post("/v1/tokenizers/{ref:str}/decode/step", name="decode_stream",
+           tag="streaming", summary="Streaming decode, one stateless step",
+           returns="the completed text and the next state")  # fmt: skip
 async def decode_step(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeStepRequest]
 ) -> DecodeStepResponse:
-    """Stateless streaming decode: the returned `state` carries the held-back bytes."""
+    """Send the ids generated since the last step and the `state` the last step returned (null to
+    start); get the text that became whole and the next `state`. Bytes of an unfinished
+    character are held back in the state; `"final": true` flushes them. Any replica can serve
+    the next step."""
     check_items(settings, 1, len(data.ids))
 
     def step() -> tuple[str, str]:

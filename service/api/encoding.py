@@ -51,19 +51,15 @@ async def _per_text(
     return texts, await run_work(sum(map(len, texts)), work)
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/encode",
-    name="encode",
-    tag="encode and count",
-    summary="Encode text to token ids",
-    description="`text` gives `ids` and `count`; `texts` gives `results`, one per text, in "
-    "order. A special-token literal in a text is a 422 unless `allowed_special` lists it (it "
-    "becomes its special id) or `disallowed_special` is `[]` (it is encoded as plain text).",
-    returns="the ids, and the vocabulary that produced them",
-)
+@json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
+           summary="Encode text to token ids",
+           returns="the ids, and the vocabulary that produced them")  # fmt: skip
 async def encode(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[EncodeRequest]
 ) -> EncodeResponse:
+    """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
+    special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
+    special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
     texts, results = await _per_text(settings, data, tokenizer.tokenizer.encode)
     metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
     extras = [
@@ -77,18 +73,14 @@ async def encode(
         for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/count",
-    name="count",
-    tag="encode and count",
-    summary="Count the tokens of text",
-    description="The number of ids encode would return, with the same special-token policy: "
-    "`text` gives `count`; `texts` gives `counts`, one per text, and their `total`.",
-    returns="the counts, and the vocabulary that counted",
-)
+@json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
+           summary="Count the tokens of text",
+           returns="the counts, and the vocabulary that counted")  # fmt: skip
 async def count(
     tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[CountRequest]
 ) -> CountResponse:
+    """The number of ids encode would return, with the same special-token policy: `text` gives
+    `count`; `texts` gives `counts`, one per text, and their `total`."""
     texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)
     total = sum(counts)
     metrics.record(tokenizer.ref, "count", total, texts)

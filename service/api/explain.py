@@ -79,19 +79,13 @@ def response_of(
     )
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/explain",
-    name="explain",
-    tag="explain",
-    summary="Explain a short text's merges",
-    description="The merge steps, one per step, that turn each piece of the text (at most 256 "
-    "characters) into ids under the tokenizer's rule, normalization and pre-tokenization; the "
-    "text is ordinary text, so `ids` equals encode with `disallowed_special: []`.",
-    returns="the steps of every piece, and the final ids",
-)
+@json_post("/v1/tokenizers/{ref:str}/explain", name="explain", tag="explain",
+           summary="Explain a short text's merges",
+           returns="the steps of every piece, and the final ids")  # fmt: skip
 async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> ExplainResponse:
-    """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
-    normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
+    """The merge steps, one per step, that turn each piece of the text (at most 256 characters) into
+    ids under the tokenizer's rule, normalization and pre-tokenization; the text is ordinary text,
+    so `ids` equals encode with `disallowed_special: []`."""
     t = tokenizer
     pieces = await in_thread(
         lambda: explain_text(t.tokenizer.vocab, t.pattern, data.text, t.normalization)
@@ -101,20 +95,14 @@ async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> Ex
     return out
 
 
-@json_post(
-    "/v1/playground/explain",
-    name="explain",
-    tag="explain",
-    summary="Explain merges under an inline vocabulary",
-    description="The same steps for a small vocabulary given as merges (at most 512), e.g. "
-    "the textbook counterexample that tells the `pairs` and `ranks` rules apart. Served with "
-    "the playground (off with TOKSVC_PLAYGROUND=0).",
-    returns="the steps of every piece, and the final ids",
-    problems=(400, 408, 413, 422),
-)
+@json_post("/v1/playground/explain", name="explain", tag="explain",
+           summary="Explain merges under an inline vocabulary",
+           returns="the steps of every piece, and the final ids",
+           problems=(400, 408, 413, 422))  # fmt: skip
 async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
-    """The merge steps of a short text under a small vocabulary given inline (at most 512
-    merges), e.g. the textbook counterexample or a vocabulary trained by `/v1/playground/train`."""
+    """The same steps for a small vocabulary given as merges (at most 512), e.g. the textbook
+    counterexample that tells the `pairs` and `ranks` rules apart. Served with the playground (off
+    with TOKSVC_PLAYGROUND=0)."""
 
     def work() -> list[PieceSteps]:
         vocab = inline_vocabulary(data.rule, data.merges)
@@ -123,19 +111,13 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     return response_of(data.rule, await in_thread(work))
 
 
-@json_post(
-    "/v1/playground/train",
-    name="train",
-    tag="explain",
-    summary="Train a small vocabulary",
-    description="Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 "
-    "merges, for the playground's stepper. Served with the playground (off with "
-    "TOKSVC_PLAYGROUND=0).",
-    returns="the learned merges and their tokens",
-    problems=(400, 408, 413, 422),
-)
+@json_post("/v1/playground/train", name="train", tag="explain",
+           summary="Train a small vocabulary",
+           returns="the learned merges and their tokens",
+           problems=(400, 408, 413, 422))  # fmt: skip
 async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
-    """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
+    """Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 merges, for the
+    playground's stepper. Served with the playground (off with TOKSVC_PLAYGROUND=0)."""
     size = len(data.text.encode("utf-8", "surrogatepass"))
     if size > MAX_TRAIN_BYTES:
         raise LimitExceededError("bytes of training text", MAX_TRAIN_BYTES, size)

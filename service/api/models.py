@@ -55,53 +55,36 @@ def model_ref(m: LoadedModel) -> ModelRef:
     return ModelRef(name=m.name, version=m.version, sha256=m.sha256)
 
 
-@json_get(
-    "/v1/models",
-    name="models",
-    tag="models",
-    summary="List the models",
-    description="Every loaded model profile (every version of every name): its tokenizer, "
-    "chat format, whether its counts are exact, context and output limits, and list prices.",
-    returns="the loaded model profiles",
-)
+@json_get("/v1/models", name="models", tag="models", summary="List the models",
+          returns="the loaded model profiles")  # fmt: skip
 def list_models(registry: RegistryDep) -> ModelListResponse:
+    """Every loaded model profile (every version of every name): its tokenizer, chat format, whether
+    its counts are exact, context and output limits, and list prices."""
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
-@json_get(
-    "/v1/models/{model:str}",
-    name="models",
-    tag="models",
-    summary="Describe one model",
-    description="The profile `{model}` (a name, an alias or "
-    "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
-    "prices.",
-    returns="the model profile",
-    problems=(400, 404, 503),
-)
+@json_get("/v1/models/{model:str}", name="models", tag="models",
+          summary="Describe one model", returns="the model profile",
+          problems=(400, 404, 503))  # fmt: skip
 def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
+    """The profile `{model}` (a name, an alias or `name@version`) resolves to: exact version,
+    sha256, tokenizer, chat format, limits and prices."""
     return info_of(registry, registry.resolve_model(model))
 
 
-@json_post(
-    "/v1/models/{model:str}/count",
-    name="count_chat",
-    tag="models",
-    summary="Count a conversation's tokens",
-    description="The input tokens of a chat "
-    "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
-    "the model's chat template or harmony format (exact), or by OpenAI's published "
-    "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
-    "add up to `input_tokens`. A malformed message is a 422 naming its index.",
-    returns="the counts, and the model and vocabulary that counted",
-)
+@json_post("/v1/models/{model:str}/count", name="count_chat", tag="models",
+           summary="Count a conversation's tokens",
+           returns="the counts, and the model and vocabulary that counted")  # fmt: skip
 async def count_chat(
     registry: RegistryDep,
     settings: SettingsDep,
     model: FromPath[str],
     data: JSONBody[ChatCountRequest],
 ) -> ChatCountResponse:
-    """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
+    """The input tokens of a chat completion request (`messages`, `tools`) as the model is billed
+    for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
+    published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
+    `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
     size = sum(len(str(m)) for m in data.messages)
     counted = await run_work(
         size,
@@ -128,24 +111,19 @@ async def count_chat(
     )  # fmt: skip
 
 
-@json_post(
-    "/v1/models/{model:str}/estimate",
-    name="estimate",
-    tag="models",
-    summary="Estimate a request's cost",
-    description="Input tokens of a conversation (as "
-    "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
-    "model's maximum), and the cost of each part and in total as decimal strings, from the "
-    "model's price file; `remaining_context` is what is left of the context window.",
-    returns="tokens, costs, and the model, tokenizer and prices used",
-)
+@json_post("/v1/models/{model:str}/estimate", name="estimate", tag="models",
+           summary="Estimate a request's cost",
+           returns="tokens, costs, and the model, tokenizer and prices used")  # fmt: skip
 async def estimate(
     registry: RegistryDep,
     settings: SettingsDep,
     model: FromPath[str],
     data: JSONBody[EstimateRequest],
 ) -> EstimateResponse:
-    """Input and output tokens, the cost of each part and in total (decimal strings)."""
+    """Input tokens of a conversation (as count) or a `text`, output tokens (`output_tokens`, else
+    `max_output_tokens`, else the model's maximum), and the cost of each part and in total as
+    decimal strings, from the model's price file; `remaining_context` is what is left of the
+    context window."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
     est = await run_work(
         size,

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from inspect import cleandoc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import get, post
@@ -19,6 +20,7 @@ from litestar.openapi.spec import (
     Reference,
     RequestBody,
 )
+from litestar.types import AnyCallable
 
 from service.api.examples import EXAMPLES, Examples
 from service.api.problems import documented
@@ -103,20 +105,31 @@ class DocumentedOperation(Operation):
 BODY_PROBLEMS = (400, 404, 408, 413, 422, 503)  # what a route with a body and a `{ref}` can answer
 
 
-def json_get(path: str, *, name: str, tag: str, summary: str, description: str, returns: str,
-             problems: tuple[int, ...] = (503,)) -> HTTPRouteHandler:  # fmt: skip
+Decorator = Callable[[AnyCallable], HTTPRouteHandler]
+
+
+def json_get(path: str, *, name: str, tag: str, summary: str, returns: str,
+             problems: tuple[int, ...] = (503,)) -> Decorator:  # fmt: skip
     """A GET operation answering JSON, declared once: its metrics name (`operation`), its docs
-    (tag, summary, description, what it returns) and the problem statuses it can answer."""
-    return get(path, sync_to_thread=False, opt={"operation": name},
-               responses=documented(*problems), tags=[tag], summary=summary,
-               description=description, response_description=returns,
-               operation_class=DocumentedOperation)  # fmt: skip
+    (tag, summary, what it returns; the handler's docstring is its description) and the problem
+    statuses it can answer."""
+    return _operation(get, path, name=name, tag=tag, summary=summary, returns=returns,
+                      problems=problems, sync_to_thread=False)  # fmt: skip
 
 
-def json_post(path: str, *, name: str, tag: str, summary: str, description: str, returns: str,
-              problems: tuple[int, ...] = BODY_PROBLEMS) -> HTTPRouteHandler:  # fmt: skip
+def json_post(path: str, *, name: str, tag: str, summary: str, returns: str,
+              problems: tuple[int, ...] = BODY_PROBLEMS) -> Decorator:  # fmt: skip
     """A POST operation taking and answering JSON (status 200), declared as `json_get` is."""
-    return post(path, status_code=200, opt={"operation": name},
-                responses=documented(*problems), tags=[tag], summary=summary,
-                description=description, response_description=returns,
-                operation_class=DocumentedOperation)  # fmt: skip
+    return _operation(post, path, name=name, tag=tag, summary=summary, returns=returns,
+                      problems=problems, status_code=200)  # fmt: skip
+
+
+def _operation(kind: type[HTTPRouteHandler], path: str, *, name: str, tag: str, summary: str,
+               returns: str, problems: tuple[int, ...], **options: Any) -> Decorator:  # fmt: skip
+    def declare(fn: AnyCallable) -> HTTPRouteHandler:
+        description = " ".join((fn.__doc__ or "").split()) or None  # the docstring, one line
+        return kind(path, opt={"operation": name}, responses=documented(*problems), tags=[tag],
+                    summary=summary, description=description, response_description=returns,
+                    operation_class=DocumentedOperation, **options)(fn)  # fmt: skip
+
+    return declare

@@ -9,31 +9,18 @@ from service.errors import NotReadyError
 from service.store.engines import native_missing_warning
 
 
-@json_get(
-    "/healthz",
-    name="health",
-    tag="probes",
-    summary="Liveness",
-    description="200 while the process runs, even while the store loads.",
-    returns="alive",
-    problems=(),
-)
+@json_get("/healthz", name="health", tag="probes", summary="Liveness", returns="alive",
+          problems=())  # fmt: skip
 def healthz() -> HealthResponse:
+    """200 while the process runs, even while the store loads."""
     return HealthResponse(status="ok")
 
 
-@json_get(
-    "/readyz",
-    name="health",
-    tag="probes",
-    summary="Readiness",
-    description="200 once the store is loaded and this worker serves; 503 (problem, with "
-    "`Retry-After` and the files that failed) before that.",
-    returns="ready to serve",
-)
+@json_get("/readyz", name="health", tag="probes", summary="Readiness",
+          returns="ready to serve")  # fmt: skip
 def readyz(worker: WorkerDep) -> HealthResponse:
-    """Ready only when every file of every store loaded: a replica that serves part of the store
-    must not take traffic beside replicas that serve all of it (during a rollout, say)."""
+    """200 once the store is loaded and this worker serves; 503 (problem, with `Retry-After` and the
+    files that failed) before that."""
     registry = worker.registry
     if registry is None or not registry.complete:
         failures = [str(f) for f in registry.failures] if registry is not None else []

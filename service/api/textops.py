@@ -18,20 +18,13 @@ from service.api.openapi import json_post
 from service.models import textops
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/truncate",
-    name="truncate",
-    tag="text budgets",
-    summary="Truncate text to a token budget",
-    description="The longest prefix (`keep: "
-    "start`, the default) or suffix (`keep: end`) of whole characters that encodes to at most "
-    "`max_tokens` tokens, with its count and its [start, end) in the text in code points. "
-    "Special-token literals count as ordinary text.",
-    returns="the kept text, its count and offsets",
-)
+@json_post("/v1/tokenizers/{ref:str}/truncate", name="truncate", tag="text budgets",
+           summary="Truncate text to a token budget",
+           returns="the kept text, its count and offsets")  # fmt: skip
 async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> TruncateResponse:
-    """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
-    `max_tokens` tokens (special-token literals count as ordinary text)."""
+    """The longest prefix (`keep: start`, the default) or suffix (`keep: end`) of whole characters
+    that encodes to at most `max_tokens` tokens, with its count and its [start, end) in the text in
+    code points. Special-token literals count as ordinary text."""
     cut = await run_work(
         len(data.text),
         lambda: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep),
@@ -40,20 +33,13 @@ async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> 
                             start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
 
 
-@json_post(
-    "/v1/tokenizers/{ref:str}/chunk",
-    name="chunk",
-    tag="text budgets",
-    summary="Split text into token-bounded chunks",
-    description="Chunks of at most "
-    "`max_tokens` tokens that cover the text, in order, with code point offsets; each chunk "
-    "after the first repeats the longest end of the previous one with at most `overlap` "
-    "tokens. Special-token literals count as ordinary text.",
-    returns="the chunks, in order",
-)
+@json_post("/v1/tokenizers/{ref:str}/chunk", name="chunk", tag="text budgets",
+           summary="Split text into token-bounded chunks",
+           returns="the chunks, in order")  # fmt: skip
 async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkResponse:
-    """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
-    after the first repeats the longest end of the previous one with at most `overlap` tokens."""
+    """Chunks of at most `max_tokens` tokens that cover the text, in order, with code point offsets;
+    each chunk after the first repeats the longest end of the previous one with at most `overlap`
+    tokens. Special-token literals count as ordinary text."""
     cuts = await run_work(
         len(data.text),
         lambda: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap),
