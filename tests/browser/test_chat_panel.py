@@ -105,11 +105,27 @@ def test_switching_model_changes_the_count_as_the_api_says(pg: Watched) -> None:
     expect(page.locator("#ch-noprice")).to_contain_text("No cost estimate")  # qwen3 has no price
     expect(page.locator("#ch-cost")).to_be_hidden()
     expect(page.locator("#ch-cost-total")).to_have_text("\u2013")
+    asked = [u.split("/v1/models/")[1] for u in pg.requests if "/v1/models/qwen3" in u]
+    assert "qwen3%401/count" in asked
+    assert "qwen3%401/estimate" not in asked  # /v1/models said it has no price: not asked
 
     page.locator("#ch-model").select_option("gpt-oss@1")
     harmony = shown_count(pg, "gpt-oss@1", messages)
     assert harmony["method"] == "harmony"
     assert page.locator("#ch-text").text_content() == harmony["text"]
+
+    # Qwen's template renders no `developer` message: a message that has that role says so
+    page.locator("#ch-role-0").select_option("developer")
+    page.locator("#ch-model").select_option("qwen3@1")
+    messages[0]["role"] = "developer"
+    assert shown_count(pg, "qwen3@1", messages)["messages"][0]["tokens"] == 0
+    expect(page.locator("#ch-tokens-0")).to_have_text(
+        "0 tokens: the template renders nothing for it"
+    )
+    expect(page.locator("#ch-role-0 option:checked")).to_have_text(
+        "developer (not rendered by qwen3)"
+    )
+    expect(page.locator("#ch-role-1 option")).to_have_text(["system", "user", "assistant", "tool"])
 
 
 def test_an_invalid_message_shows_the_api_detail(pg: Watched) -> None:

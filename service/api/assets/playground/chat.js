@@ -68,12 +68,12 @@ function renderList() {
     const opts = ALL_ROLES.filter((r) => roles.includes(r) || r === msg.role).map((r) =>
       new Option(roles.includes(r) ? r : `${r} (not rendered by ${model.name})`, r, false, r === msg.role));
     const role = el("select", { id: `ch-role-${i}`, class: "role", "data-i": i }, ...opts);
-    const content = el("textarea", { id: `ch-content-${i}`, class: "content", rows: 2, spellcheck: false, "data-i": i, value: msg.content });
+    const content = el("textarea", { id: `ch-content-${i}`, class: "content", rows: 2, spellcheck: false, "data-i": i, value: msg.content, "aria-describedby": `ch-tokens-${i}` });
     const btn = (act, text, label, disabled) => el("button", { type: "button", "data-act": act, "data-i": i, text, "aria-label": label, title: label, disabled });
     return el("li", { class: "msg", "data-i": i },
       el("div", { class: "msg-head" },
         el("label", { for: `ch-role-${i}`, text: `#${n} role` }), role,
-        el("span", { class: "msg-tokens", id: `ch-tokens-${i}`, "aria-live": "polite" }),
+        el("span", { class: "msg-tokens", id: `ch-tokens-${i}` }),
         el("span", { class: "msg-btns" },
           btn("up", "↑", `Move message ${n} up`, i === 0),
           btn("down", "↓", `Move message ${n} down`, i === messages.length - 1),
@@ -86,7 +86,7 @@ function renderList() {
 
 function onEdit(e) {
   const i = Number(e.target.dataset.i);
-  if (!(i in messages)) return;
+  if (!(i in messages) || (e.type === "change" && e.target.tagName === "TEXTAREA")) return;
   if (e.target.classList.contains("content")) messages[i].content = e.target.value;
   else if (e.target.classList.contains("role")) messages[i].role = e.target.value;
   else return;
