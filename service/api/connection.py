@@ -63,6 +63,19 @@ class _WriteDeadline:
                     self.client, _settings().write_seconds)  # fmt: skip
         self.transport.abort()
 
+    # asyncio's flow control: the transport's buffer is full (the client is not reading) / drained
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        self._start_write_clock()
+
+    def resume_writing(self) -> None:
+        self._stop_write_clock()
+        super().resume_writing()  # type: ignore[misc]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_write_clock()
+        super().connection_lost(exc)  # type: ignore[misc]
+
 
 class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -151,29 +164,10 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         )
         self.transport.close()
 
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        self._start_write_clock()
-
-    def resume_writing(self) -> None:
-        self._stop_write_clock()
-        super().resume_writing()
-
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_write_clock()
         self._stop_head_clock()
         super().connection_lost(exc)
 
 
 class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        self._start_write_clock()
-
-    def resume_writing(self) -> None:
-        self._stop_write_clock()
-        super().resume_writing()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_write_clock()
-        super().connection_lost(exc)
+    """A WebSocket connection with the write deadline."""

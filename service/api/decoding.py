@@ -25,9 +25,8 @@ from service.bpe import StreamDecoder, Tokenizer
 @json_post("/v1/tokenizers/{ref:str}/decode", name="decode", tag="decode",
            summary="Decode token ids to text",
            returns="the text (or bytes), and the vocabulary that decoded")  # fmt: skip
-async def decode(
-    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeRequest]
-) -> DecodeResponse:
+async def decode(tokenizer: TokenizerDep, settings: SettingsDep,
+                 data: JSONBody[DecodeRequest]) -> DecodeResponse:  # fmt: skip
     """`ids` gives `text`; `batch` gives `results`, one per id list, in order. Ids that are not in
     the vocabulary are a 422 naming them; bytes that are not valid UTF-8 are a 422 (`errors:
     strict`, the default) or U+FFFD (`errors: replace`). `output: "base64"` returns the raw
@@ -62,9 +61,8 @@ def _decode_all(
 @json_post("/v1/tokenizers/{ref:str}/decode/step", name="decode_stream",
            tag="streaming", summary="Streaming decode, one stateless step",
            returns="the completed text and the next state")  # fmt: skip
-async def decode_step(
-    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[DecodeStepRequest]
-) -> DecodeStepResponse:
+async def decode_step(tokenizer: TokenizerDep, settings: SettingsDep,
+                      data: JSONBody[DecodeStepRequest]) -> DecodeStepResponse:  # fmt: skip
     """Send the ids generated since the last step and the `state` the last step returned (null to
     start); get the text that became whole and the next `state`. Bytes of an unfinished
     character are held back in the state; `"final": true` flushes them. Any replica can serve

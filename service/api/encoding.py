@@ -54,9 +54,8 @@ async def _per_text(
 @json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
            summary="Encode text to token ids",
            returns="the ids, and the vocabulary that produced them")  # fmt: skip
-async def encode(
-    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[EncodeRequest]
-) -> EncodeResponse:
+async def encode(tokenizer: TokenizerDep, settings: SettingsDep,
+                 data: JSONBody[EncodeRequest]) -> EncodeResponse:  # fmt: skip
     """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
     special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
     special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
@@ -76,9 +75,8 @@ async def encode(
 @json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
            summary="Count the tokens of text",
            returns="the counts, and the vocabulary that counted")  # fmt: skip
-async def count(
-    tokenizer: TokenizerDep, settings: SettingsDep, data: JSONBody[CountRequest]
-) -> CountResponse:
+async def count(tokenizer: TokenizerDep, settings: SettingsDep,
+                data: JSONBody[CountRequest]) -> CountResponse:  # fmt: skip
     """The number of ids encode would return, with the same special-token policy: `text` gives
     `count`; `texts` gives `counts`, one per text, and their `total`."""
     texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)

@@ -75,30 +75,18 @@ def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
 @json_post("/v1/models/{model:str}/count", name="count_chat", tag="models",
            summary="Count a conversation's tokens",
            returns="the counts, and the model and vocabulary that counted")  # fmt: skip
-async def count_chat(
-    registry: RegistryDep,
-    settings: SettingsDep,
-    model: FromPath[str],
-    data: JSONBody[ChatCountRequest],
-) -> ChatCountResponse:
+async def count_chat(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+                     data: JSONBody[ChatCountRequest]) -> ChatCountResponse:  # fmt: skip
     """The input tokens of a chat completion request (`messages`, `tools`) as the model is billed
     for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
     published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
     `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
     size = sum(len(str(m)) for m in data.messages)
-    counted = await run_work(
-        size,
-        lambda: billing.count_conversation(
-            registry,
-            model,
-            data.messages,
-            data.tools,
-            add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs,
-            max_chars=settings.max_body_bytes * 4,
-            breakdown=data.breakdown,
-        ),
-    )
+    counted = await run_work(size, lambda: billing.count_conversation(
+        registry, model, data.messages, data.tools, breakdown=data.breakdown,
+        add_generation_prompt=data.add_generation_prompt,
+        template_kwargs=data.chat_template_kwargs,
+        max_chars=settings.max_body_bytes * 4))  # fmt: skip
     c = counted.count
     return ChatCountResponse(
         input_tokens=c.input_tokens, tools_tokens=c.tools_tokens, overhead=c.overhead,
@@ -114,33 +102,19 @@ async def count_chat(
 @json_post("/v1/models/{model:str}/estimate", name="estimate", tag="models",
            summary="Estimate a request's cost",
            returns="tokens, costs, and the model, tokenizer and prices used")  # fmt: skip
-async def estimate(
-    registry: RegistryDep,
-    settings: SettingsDep,
-    model: FromPath[str],
-    data: JSONBody[EstimateRequest],
-) -> EstimateResponse:
+async def estimate(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+                   data: JSONBody[EstimateRequest]) -> EstimateResponse:  # fmt: skip
     """Input tokens of a conversation (as count) or a `text`, output tokens (`output_tokens`, else
     `max_output_tokens`, else the model's maximum), and the cost of each part and in total as
     decimal strings, from the model's price file; `remaining_context` is what is left of the
     context window."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
-    est = await run_work(
-        size,
-        lambda: billing.estimate_request(
-            registry,
-            model,
-            messages=data.messages,
-            tools=data.tools,
-            text=data.text,
-            add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs,
-            max_output_tokens=data.max_output_tokens,
-            output_tokens=data.output_tokens,
-            cached_input_tokens=data.cached_input_tokens,
-            max_chars=settings.max_body_bytes * 4,
-        ),
-    )
+    est = await run_work(size, lambda: billing.estimate_request(
+        registry, model, messages=data.messages, tools=data.tools, text=data.text,
+        add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
+        max_output_tokens=data.max_output_tokens, output_tokens=data.output_tokens,
+        cached_input_tokens=data.cached_input_tokens,
+        max_chars=settings.max_body_bytes * 4))  # fmt: skip
     e = est.estimate
     return EstimateResponse(
         input_tokens=e.input_tokens, cached_input_tokens=e.cached_input_tokens,
