@@ -1,4 +1,5 @@
-"""JSON request bodies: read within a deadline, decoded once, strictly, into the route's Struct.
+"""JSON request bodies: read within a deadline, decoded once, strictly, into the route's Struct,
+within the batch limits.
 
 A route declares its body by type only (`data: EncodeRequest`). `StrictBodies`, a serialization
 plugin, gives every route whose body is a request Struct (`wire.RequestBody`) the `StrictBody` DTO:
@@ -27,6 +28,7 @@ from litestar.exceptions import ValidationException
 from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
 
+from service.api.budget import check_items
 from service.api.wire import DecodeRequest, RequestBody
 from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
@@ -52,19 +54,22 @@ class StrictBody(AbstractDTO[Any]):
     def decode_bytes(self, value: bytes) -> Any:
         connection = self.asgi_connection
         decoder = self.decoders[connection.route_handler.handler_id]
-        if decoder.type is DecodeRequest:
-            limit = worker_of(connection.app).settings.max_batch_items
-            if (lists := value.count(b"[") - 1) > limit:
-                # no string of a decode body may hold "[": count the lists at C speed (~1 ms per
-                # MB) before decoding millions of them
-                raise LimitExceededError("items per batch", limit, lists)
+        settings = worker_of(connection.app).settings
+        if decoder.type is DecodeRequest and (lists := value.count(b"[") - 1) > (
+            limit := settings.max_batch_items
+        ):
+            # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
+            # before decoding millions of them
+            raise LimitExceededError("items per batch", limit, lists)
         try:
-            return decoder.decode(value)
+            data: RequestBody = decoder.decode(value)
         except msgspec.ValidationError as exc:
             raise ValidationException(f"invalid body: {exc}") from None
         except msgspec.DecodeError as exc:
             _refuse_lone_surrogates(value)
             raise ValidationException(f"malformed JSON: {exc}") from None
+        check_items(settings, *data.size())
+        return data
 
     @classmethod
     def create_for_field_definition(

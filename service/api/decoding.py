@@ -8,9 +8,9 @@ from litestar.params import JSONBody
 
 from service.api import metrics
 from service.api.bodies import exactly_one
-from service.api.budget import check_items, check_output, run_work
+from service.api.budget import check_output, run_work
 from service.api.catalog import ref_of
-from service.api.dependencies import SettingsDep, TokenizerDep
+from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.wire import (
     DecodeRequest,
@@ -20,12 +20,13 @@ from service.api.wire import (
     DecodeStepResponse,
 )
 from service.bpe import StreamDecoder, Tokenizer
+from service.settings import Settings
 
 
 @json_post("/v1/tokenizers/{ref:str}/decode", name="decode", tag="decode",
            summary="Decode token ids to text",
            returns="the text (or bytes), and the vocabulary that decoded")  # fmt: skip
-async def decode(tokenizer: TokenizerDep, settings: SettingsDep,
+async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
                  data: JSONBody[DecodeRequest]) -> DecodeResponse:  # fmt: skip
     """`ids` gives `text`; `batch` gives `results`, one per id list, in order. Ids that are not in
     the vocabulary are a 422 naming them; bytes that are not valid UTF-8 are a 422 (`errors:
@@ -34,11 +35,10 @@ async def decode(tokenizer: TokenizerDep, settings: SettingsDep,
     exactly_one(data.ids, data.batch, "`ids` or `batch`")
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
-    check_items(settings, len(batch), n_ids)
     if data.skip_special_tokens:
         special = set(tokenizer.tokenizer.special_tokens.values())
         batch = [[i for i in ids if i not in special] for ids in batch]
-    work = partial(_decode_all, tokenizer.tokenizer, batch, data, settings)
+    work = partial(_decode_all, tokenizer.tokenizer, batch, data, worker.settings)
     results = await run_work(n_ids * 4, work)
     metrics.record(tokenizer.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
@@ -48,7 +48,7 @@ async def decode(tokenizer: TokenizerDep, settings: SettingsDep,
 
 
 def _decode_all(
-    tok: Tokenizer, batch: list[list[int]], data: JSONBody[DecodeRequest], settings: SettingsDep
+    tok: Tokenizer, batch: list[list[int]], data: DecodeRequest, settings: Settings
 ) -> list[DecodeResult]:
     """The output budget is checked before any output is built (base64 grows it by 4/3)."""
     size = sum(map(tok.decoded_size, batch))
@@ -61,13 +61,13 @@ def _decode_all(
 @json_post("/v1/tokenizers/{ref:str}/decode/step", name="decode_stream",
            tag="streaming", summary="Streaming decode, one stateless step",
            returns="the completed text and the next state")  # fmt: skip
-async def decode_step(tokenizer: TokenizerDep, settings: SettingsDep,
+async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
                       data: JSONBody[DecodeStepRequest]) -> DecodeStepResponse:  # fmt: skip
     """Send the ids generated since the last step and the `state` the last step returned (null to
     start); get the text that became whole and the next `state`. Bytes of an unfinished
     character are held back in the state; `"final": true` flushes them. Any replica can serve
     the next step."""
-    check_items(settings, 1, len(data.ids))
+    settings = worker.settings
 
     def step() -> tuple[str, str]:
         check_output(settings, tokenizer.tokenizer.decoded_size(data.ids))

@@ -1,10 +1,16 @@
 """Typed dependencies: what a route declares by name and type, Litestar provides per request.
 
-    async def encode(tokenizer: TokenizerDep, settings: SettingsDep,
-                     data: JSONBody[EncodeRequest]) -> EncodeResponse: ...
+    async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
+                     data: JSONBody[DecodeRequest]) -> DecodeResponse: ...
 
-`tokenizer` is the one the path's `{ref}` names (404 naming the loaded ones otherwise), `registry`
-the one serving now (503 before the store has loaded), `settings` the worker's, `worker` all of it.
+`worker` is the worker's typed state (its settings, the registry, stream slots, `stopping`);
+`registry` the one serving now (503 before the store has loaded); `tokenizer` the one the path's
+`{ref}` names in it (404 naming the loaded ones otherwise).
+
+They form one chain, worker -> registry -> tokenizer, so Litestar resolves them one after
+another. Settings are read through `worker` rather than being a dependency of their own: two
+dependencies that do not depend on each other are resolved concurrently, in an anyio task group
+per request, which costs more than all three of these (see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -16,12 +22,10 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath
 
 from service.api.worker import KEY, Worker
-from service.settings import Settings
 from service.store.registry import LoadedTokenizer, Registry
 
 # what a handler or provider writes for each (the parameter's name selects the dependency)
 WorkerDep: TypeAlias = NamedDependency[Worker]
-SettingsDep: TypeAlias = NamedDependency[Settings]
 RegistryDep: TypeAlias = NamedDependency[Registry]
 TokenizerDep: TypeAlias = NamedDependency[LoadedTokenizer]
 
@@ -29,10 +33,6 @@ TokenizerDep: TypeAlias = NamedDependency[LoadedTokenizer]
 def provide_worker(state: State) -> Worker:
     worker: Worker = state[KEY]
     return worker
-
-
-def provide_settings(worker: WorkerDep) -> Settings:
-    return worker.settings
 
 
 def provide_registry(worker: WorkerDep) -> Registry:
@@ -45,9 +45,8 @@ def provide_tokenizer(registry: RegistryDep, ref: FromPath[str]) -> LoadedTokeni
 
 DEPENDENCIES = {
     "worker": Provide(provide_worker, sync_to_thread=False),
-    "settings": Provide(provide_settings, sync_to_thread=False),
     "registry": Provide(provide_registry, sync_to_thread=False),
     "tokenizer": Provide(provide_tokenizer, sync_to_thread=False),
 }
 # the names a handler's signature may use for these types (Litestar resolves the annotations)
-SIGNATURE_TYPES = [Worker, Settings, Registry, LoadedTokenizer]
+SIGNATURE_TYPES = [Worker, Registry, LoadedTokenizer]

@@ -9,9 +9,9 @@ from litestar.params import JSONBody
 
 from service.api import metrics, token_pieces
 from service.api.bodies import exactly_one
-from service.api.budget import check_items, run_work
+from service.api.budget import run_work
 from service.api.catalog import ref_of
-from service.api.dependencies import SettingsDep, TokenizerDep
+from service.api.dependencies import TokenizerDep
 from service.api.openapi import json_post
 from service.api.wire import (
     CountRequest,
@@ -23,26 +23,17 @@ from service.api.wire import (
     TextsRequest,
 )
 from service.bpe import SpecialSet
-from service.settings import Settings
 
 
 def special_set(value: SpecialList) -> SpecialSet:
     return "all" if value == "all" else frozenset(value)
 
 
-def _texts(settings: Settings, data: TextsRequest) -> list[str]:
-    exactly_one(data.text, data.texts, "`text` or `texts`")
-    texts = [data.text] if data.text is not None else data.texts or []
-    check_items(settings, len(texts))
-    return texts
-
-
-async def _per_text(
-    settings: Settings, data: TextsRequest, apply: Callable[..., Any]
-) -> tuple[list[str], list[Any]]:
+async def _per_text(data: TextsRequest, apply: Callable[..., Any]) -> tuple[list[str], list[Any]]:
     """Apply `encode` or `count` (bound to a tokenizer) to each text of the request, with its
     special-token policy."""
-    texts = _texts(settings, data)
+    exactly_one(data.text, data.texts, "`text` or `texts`")
+    texts = [data.text] if data.text is not None else data.texts or []
     allowed, disallowed = special_set(data.allowed_special), special_set(data.disallowed_special)
 
     def work() -> list[Any]:
@@ -54,12 +45,11 @@ async def _per_text(
 @json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
            summary="Encode text to token ids",
            returns="the ids, and the vocabulary that produced them")  # fmt: skip
-async def encode(tokenizer: TokenizerDep, settings: SettingsDep,
-                 data: JSONBody[EncodeRequest]) -> EncodeResponse:  # fmt: skip
+async def encode(tokenizer: TokenizerDep, data: JSONBody[EncodeRequest]) -> EncodeResponse:
     """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
     special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
     special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
-    texts, results = await _per_text(settings, data, tokenizer.tokenizer.encode)
+    texts, results = await _per_text(data, tokenizer.tokenizer.encode)
     metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
     extras = [
         token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
@@ -75,11 +65,10 @@ async def encode(tokenizer: TokenizerDep, settings: SettingsDep,
 @json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
            summary="Count the tokens of text",
            returns="the counts, and the vocabulary that counted")  # fmt: skip
-async def count(tokenizer: TokenizerDep, settings: SettingsDep,
-                data: JSONBody[CountRequest]) -> CountResponse:  # fmt: skip
+async def count(tokenizer: TokenizerDep, data: JSONBody[CountRequest]) -> CountResponse:
     """The number of ids encode would return, with the same special-token policy: `text` gives
     `count`; `texts` gives `counts`, one per text, and their `total`."""
-    texts, counts = await _per_text(settings, data, tokenizer.tokenizer.count)
+    texts, counts = await _per_text(data, tokenizer.tokenizer.count)
     total = sum(counts)
     metrics.record(tokenizer.ref, "count", total, texts)
     if data.text is not None:

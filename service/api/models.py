@@ -8,7 +8,7 @@ from litestar.params import FromPath, JSONBody
 
 from service.api.budget import run_work
 from service.api.catalog import ref_of
-from service.api.dependencies import RegistryDep, SettingsDep
+from service.api.dependencies import RegistryDep, WorkerDep
 from service.api.models_wire import (
     ChatCountRequest,
     ChatCountResponse,
@@ -75,7 +75,7 @@ def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
 @json_post("/v1/models/{model:str}/count", name="count_chat", tag="models",
            summary="Count a conversation's tokens",
            returns="the counts, and the model and vocabulary that counted")  # fmt: skip
-async def count_chat(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[str],
                      data: JSONBody[ChatCountRequest]) -> ChatCountResponse:  # fmt: skip
     """The input tokens of a chat completion request (`messages`, `tools`) as the model is billed
     for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
@@ -86,7 +86,7 @@ async def count_chat(registry: RegistryDep, settings: SettingsDep, model: FromPa
         registry, model, data.messages, data.tools, breakdown=data.breakdown,
         add_generation_prompt=data.add_generation_prompt,
         template_kwargs=data.chat_template_kwargs,
-        max_chars=settings.max_body_bytes * 4))  # fmt: skip
+        max_chars=worker.settings.max_body_bytes * 4))  # fmt: skip
     c = counted.count
     return ChatCountResponse(
         input_tokens=c.input_tokens, tools_tokens=c.tools_tokens, overhead=c.overhead,
@@ -102,7 +102,7 @@ async def count_chat(registry: RegistryDep, settings: SettingsDep, model: FromPa
 @json_post("/v1/models/{model:str}/estimate", name="estimate", tag="models",
            summary="Estimate a request's cost",
            returns="tokens, costs, and the model, tokenizer and prices used")  # fmt: skip
-async def estimate(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str],
                    data: JSONBody[EstimateRequest]) -> EstimateResponse:  # fmt: skip
     """Input tokens of a conversation (as count) or a `text`, output tokens (`output_tokens`, else
     `max_output_tokens`, else the model's maximum), and the cost of each part and in total as
@@ -114,7 +114,7 @@ async def estimate(registry: RegistryDep, settings: SettingsDep, model: FromPath
         add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
         max_output_tokens=data.max_output_tokens, output_tokens=data.output_tokens,
         cached_input_tokens=data.cached_input_tokens,
-        max_chars=settings.max_body_bytes * 4))  # fmt: skip
+        max_chars=worker.settings.max_body_bytes * 4))  # fmt: skip
     e = est.estimate
     return EstimateResponse(
         input_tokens=e.input_tokens, cached_input_tokens=e.cached_input_tokens,

@@ -35,7 +35,10 @@ _STATE = "opaque stream state: pass the previous step's `state` back, null to st
 
 
 class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    pass
+    def size(self) -> tuple[int, int]:
+        """(items, ids) the body asks to work on: checked against the batch limits as it is
+        decoded, before any work (`service.api.bodies`)."""
+        return 1, 0
 
 
 class _Response(Struct, frozen=True, omit_defaults=True, kw_only=True):
@@ -74,6 +77,9 @@ class TextsRequest(RequestBody, frozen=True):
         msgspec.field(default_factory=list)
     )
     disallowed_special: Annotated[SpecialList, doc(_DISALLOWED, "all", [])] = "all"
+
+    def size(self) -> tuple[int, int]:
+        return (1 if self.texts is None else len(self.texts)), 0
 
 
 class EncodeRequest(TextsRequest, frozen=True):
@@ -148,6 +154,10 @@ class DecodeRequest(RequestBody, frozen=True):
         False
     )
 
+    def size(self) -> tuple[int, int]:
+        batch = self.batch if self.batch is not None else [self.ids or []]
+        return len(batch), sum(map(len, batch))
+
 
 class DecodeResult(_Response, frozen=True):
     """One decoded entry of `batch`: `text`, or `base64` with `output: "base64"`."""
@@ -176,6 +186,9 @@ class DecodeStepRequest(RequestBody, frozen=True):
     state: Annotated[str | None, doc(_STATE, "u8.0.8J8=")] = None
     final: Annotated[bool, doc("last step: flush the held-back bytes")] = False
     errors: Annotated[ErrorsMode, doc(_ERRORS)] = "replace"
+
+    def size(self) -> tuple[int, int]:
+        return 1, len(self.ids)
 
 
 class DecodeStepResponse(_Response, frozen=True):
