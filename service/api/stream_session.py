@@ -29,7 +29,7 @@ from typing import Protocol
 import msgspec
 
 from service.api import metrics, problems
-from service.api.budget import StreamBudget, run_work, send_within
+from service.api.budget import STOP_GRACE_SECONDS, StreamBudget, run_work, send_within
 from service.api.metering import meter_for
 from service.api.wire import ErrorsMode, StreamChunkRequest
 from service.api.worker import Worker
@@ -123,17 +123,17 @@ class StreamSession:
                 received = await self._next(transport)
                 if received is None:  # the worker is stopping: flush what is held and end
                     last = self._last("", reason=STOPPING)
-                    await self._send(partial(transport.close, [last], stopping=True))
+                    await self._send(partial(transport.close, [last], stopping=True), last=True)
                     return
                 if received.gone:
                     return
                 if await self._answer(received, lines):
-                    await self._send(partial(transport.close, lines, stopping=False))
+                    await self._send(partial(transport.close, lines, stopping=False), last=True)
                     return
                 if lines and not await self._send(partial(transport.send, lines)):
                     return
         except (ToksvcError, msgspec.MsgspecError) as exc:
-            await self._send(partial(transport.fail, lines, Failure.of(exc)))
+            await self._send(partial(transport.fail, lines, Failure.of(exc)), last=True)
 
     async def _next(self, transport: Transport) -> Received | None:
         """The next message, or None when the worker is stopping; LimitExceededError when the
@@ -187,10 +187,11 @@ class StreamSession:
         """The last answer: `text` and the held bytes, flushed, with `"done": true`."""
         return _encode(self.meter.last(text + self.decoder.flush(), reason=reason))
 
-    async def _send(self, fn: Callable[[], Awaitable[object]]) -> bool:
-        """Send within the stream's deadline; False (logged) if the client is not reading."""
-        stopping = self.worker.stopping
-        if await send_within(fn, stopping, self.budget.send_seconds()):
+    async def _send(self, fn: Callable[[], Awaitable[object]], *, last: bool = False) -> bool:
+        """Send within the stream's deadline (the last send, which may say that the deadline has
+        passed, gets a grace period); False (logged) if the client is not reading."""
+        stopping, seconds = self.worker.stopping, self.budget.send_seconds()
+        if await send_within(fn, stopping, max(seconds, STOP_GRACE_SECONDS) if last else seconds):
             return True
         log.warning("stream on %s cut off: the client is not reading (%s)", self.ref,
                     "the worker is stopping" if stopping.is_set()
