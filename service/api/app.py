@@ -30,8 +30,10 @@ from service.api import (
 from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
+from service.api.lifecycle import watch_stop
+from service.api.ndjson import decode_stream
 from service.api.openapi import StrictStructSchemaPlugin
-from service.api.streaming import decode_stream, decode_ws, watch_stop
+from service.api.websocket import decode_ws
 from service.api.worker import KEY, Worker
 from service.settings import Settings
 from service.store.registry import Registry

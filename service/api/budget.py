@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -51,14 +52,16 @@ def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes pe
 
 
 class StreamBudget:
-    """Ids, output bytes and seconds one stream may use."""
+    """Ids, output bytes and seconds one stream may use; `idle_seconds`, how long it may wait for
+    its next message (a WebSocket's TOKSVC_WS_IDLE_SECONDS; NDJSON waits up to its deadline)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, idle_seconds: float = math.inf) -> None:
         self.settings = settings
         self.ids_left = settings.max_stream_ids
         self.max_ids = settings.max_stream_ids
         self.deadline = time.monotonic() + settings.max_stream_seconds
         self.max_seconds = settings.max_stream_seconds
+        self.idle_seconds = idle_seconds
 
     def spend(self, n_ids: int) -> None:
         self.ids_left -= n_ids
@@ -73,6 +76,22 @@ class StreamBudget:
         if left <= 0:
             raise self.expired()
         return left
+
+    def wait_seconds(self) -> float:
+        """How long the next receive may wait: the idle limit or the rest of the stream's time,
+        whichever is shorter (LimitExceededError once the stream's time has run out)."""
+        return min(self.idle_seconds, self.seconds_left())
+
+    def timed_out(self, waited: float) -> LimitExceededError:
+        """The error for a receive that waited `waited` seconds in vain: the stream's deadline if
+        it came first, else the idle limit."""
+        if waited < self.idle_seconds:
+            return self.expired()
+        return LimitExceededError("idle seconds", int(self.idle_seconds))
+
+    def send_seconds(self) -> float:
+        """How long a send may block: until the stream's deadline."""
+        return max(self.deadline - time.monotonic(), 0.0)
 
     def expired(self) -> LimitExceededError:
         return LimitExceededError("stream duration in seconds", int(self.max_seconds))

@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import Server, start_server, stop_server
@@ -194,6 +196,17 @@ def test_the_stream_deadline_line_names_its_limit(limited: Server) -> None:
         assert lines[-1]["error"]["limit"] == 4
     finally:
         stream.close()
+
+
+def test_the_websocket_deadline_is_not_called_idle(limited: Server) -> None:
+    url = f"ws://127.0.0.1:{limited.port}{T}/decode/ws"  # idle limit 60 s, stream deadline 4 s
+    with connect(url) as ws:
+        message = json.loads(ws.recv(timeout=15))
+        assert message["error"]["type"] == "/problems/limit-exceeded"
+        assert message["error"]["limit"] == 4 and "duration" in message["error"]["detail"]
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
 
 
 @pytest.mark.parametrize("text", [" " * 999_999 + "x", " \t" * 500_000])

@@ -75,6 +75,18 @@ def test_a_bad_line_ends_the_stream_with_400_problem(server: Server) -> None:
         stream.close()
 
 
+def test_lines_before_a_bad_line_in_the_same_chunk_are_answered(server: Server) -> None:
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send_raw(b'{"ids": [15339]}\nnot json\n{"ids": [1917]}\n')
+        assert stream.read_line() == {"text": "hello"}
+        line = stream.read_line()
+        assert line is not None and line["error"]["type"] == "/problems/invalid-body"
+        assert stream.read_line() is None
+    finally:
+        stream.close()
+
+
 def test_unknown_tokenizer_before_streaming_is_a_404_problem(server: Server) -> None:
     r = httpx.post(f"{server.base}/v1/tokenizers/nope/decode/stream", content=b'{"ids": []}\n')
     assert r.status_code == 404 and r.json()["type"] == "/problems/unknown-tokenizer"

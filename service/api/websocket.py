@@ -1,0 +1,84 @@
+"""Streaming decode over a WebSocket: a message `{"ids": [...]}` gets a message `{"text": ...}`.
+
+The socket is accepted first, so that every error reaches the client as a message
+`{"error": <problem>}` followed by a close code: 1007 for a message that is not a chunk request,
+1013 (try again later) when the worker has no stream slot free, 1008 for any other error (an
+unknown tokenizer or model, a limit, the idle time or the stream's deadline passed). `final`
+closes with 1000, a stopping worker with 1001. The sequence itself is the `StreamSession`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import WebSocket, websocket
+from litestar.exceptions import WebSocketDisconnect
+from litestar.params import FromPath, FromQuery
+
+from service.api.dependencies import WorkerDep
+from service.api.stream_session import GONE, Failure, Received, StreamSession
+from service.api.wire import ErrorsMode
+from service.errors import ToksvcError, TooManyStreamsError
+
+NORMAL, GOING_AWAY, INVALID_DATA, POLICY, TRY_LATER = 1000, 1001, 1007, 1008, 1013
+
+
+@websocket("/v1/tokenizers/{ref:str}/decode/ws", opt={"operation": "decode_stream"})
+async def decode_ws(
+    socket: WebSocket[Any, Any, Any], ref: FromPath[str], worker: WorkerDep, *,
+    errors: FromQuery[ErrorsMode] = "replace", usage: FromQuery[bool] = False,
+    model: FromQuery[str | None] = None,
+) -> None:  # fmt: skip
+    """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
+    Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
+    await socket.accept()
+    transport = SocketTransport(socket)
+    try:
+        session = StreamSession(worker, worker.serving().resolve(ref), "websocket", errors=errors,
+                                usage=usage, model=model,
+                                idle_seconds=worker.settings.ws_idle_seconds)  # fmt: skip
+        await session.run(transport)
+    except (WebSocketDisconnect, OSError):  # gone, or cut off by the write deadline
+        return
+    except ToksvcError as exc:  # before the stream started
+        await transport.fail([], Failure.of(exc))
+
+
+def close_code(error: Exception) -> int:
+    if isinstance(error, msgspec.MsgspecError):
+        return INVALID_DATA
+    if isinstance(error, TooManyStreamsError):
+        return TRY_LATER
+    return POLICY
+
+
+class SocketTransport:
+    """One chunk request per text message in; one answer per message out."""
+
+    def __init__(self, socket: WebSocket[Any, Any, Any]) -> None:
+        self.socket = socket
+
+    async def open(self) -> None:
+        """Nothing to do: the socket was accepted before the session was created."""
+
+    async def receive(self) -> Received:
+        try:
+            return Received([await self.socket.receive_data("text")])
+        except WebSocketDisconnect:
+            return GONE
+
+    async def send(self, lines: list[bytes]) -> None:
+        for line in lines:
+            await self.socket.send_data(line.decode())
+
+    async def close(self, lines: list[bytes], *, stopping: bool) -> None:
+        await self.send(lines)
+        if stopping:
+            await self.socket.close(GOING_AWAY, "server shutting down")
+        else:
+            await self.socket.close(NORMAL)
+
+    async def fail(self, lines: list[bytes], failure: Failure) -> None:
+        await self.send([*lines, failure.line])
+        await self.socket.close(close_code(failure.error), failure.kind[:100])
