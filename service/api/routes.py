@@ -35,8 +35,8 @@ from service.api.wire import (
 from service.api.worker import Worker
 from service.bpe import SpecialSet, StreamDecoder, Tokenizer
 from service.errors import NotReadyError
+from service.runtime import native_missing_warning
 from service.settings import Settings
-from service.store.engines import native_missing_warning
 from service.store.registry import LoadedTokenizer, Registry
 
 # --- shared helpers ----------------------------------------------------------------------------

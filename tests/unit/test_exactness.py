@@ -10,9 +10,9 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe import PythonEngine
 from service.bpe.native import NativeEngine
-from service.store.engines import engine_factory
+from service.runtime import engine_factory
+from service.store.bytelevel import from_gpt2
 from service.store.fileformat import TokenizerFile
-from service.store.importers import from_gpt2
 from service.store.manifest import add_to_store
 from service.store.presets import PRESETS
 from service.store.registry import Registry, load_store
