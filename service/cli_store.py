@@ -10,8 +10,9 @@ from service import cli_options
 from service.bpe import train
 from service.store import presets
 from service.store.fileformat import TokenizerFile
-from service.store.importers import Naming, import_files, trained_file
+from service.store.importers import import_files, trained_file
 from service.store.manifest import add_to_store
+from service.store.sources import Naming
 
 
 def add_commands(

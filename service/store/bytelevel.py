@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from service.bpe.tokenizer import Normalization
 from service.errors import StoreError
-from service.store.fileformat import Metadata, TokenizerFile
 from service.store.presets import GPT2_PATTERN
-from service.store.sources import read_json, read_source, source_note, today
+from service.store.sources import Found, read_json, read_source, source_note
 
 
 def gpt2_byte_alphabet() -> dict[str, int]:
@@ -32,13 +33,11 @@ def from_byte_level(
     merges: Sequence[tuple[str, str]],
     *,
     where: str,
-    name: str,
-    version: str,
     pattern: str | None,
     special_tokens: Mapping[str, int],
     normalization: Normalization,
-    metadata: Metadata,
-) -> TokenizerFile:
+    source: str,
+) -> Found:
     """A `pairs` tokenizer from a byte-level BPE vocabulary and merge list (GPT-2 alphabet)."""
     alphabet = gpt2_byte_alphabet()
     by_byte = {b: c for c, b in alphabet.items()}
@@ -49,22 +48,11 @@ def from_byte_level(
         raise StoreError(
             where, f"token {exc.args[0]!r} is used but not in the vocabulary"
         ) from None
-    return TokenizerFile(
-        name=name,
-        version=version,
-        rule="pairs",
-        pattern=pattern,
-        normalization=normalization,
-        special_tokens=dict(special_tokens),
-        metadata=metadata,
-        byte_ids=byte_ids,
-        merges=triples,
-    )
+    found = Found("pairs", triples, pattern, normalization, dict(special_tokens), source)
+    return msgspec.structs.replace(found, byte_ids=byte_ids)
 
 
-def from_hf_json(
-    path: Path, *, name: str, version: str, pattern: str | None = None
-) -> TokenizerFile:
+def from_hf_json(path: Path, *, pattern: str | None = None) -> Found:
     """A `pairs` tokenizer from a Hugging Face byte-level BPE `tokenizer.json`.
 
     The split regex, the NFC/NFKC normalizer and the added tokens (all as special tokens) come
@@ -104,12 +92,10 @@ def from_hf_json(
         vocab,
         merges,  # type: ignore[arg-type]
         where=where,
-        name=name,
-        version=version,
         pattern=split,
         special_tokens=specials,
         normalization=normalizer,
-        metadata=Metadata(source=source_note(path), created=today()),
+        source=source_note(path),
     )
 
 
@@ -129,11 +115,9 @@ def from_gpt2(
     encoder_json: Path,
     vocab_bpe: Path,
     *,
-    name: str,
-    version: str,
     pattern: str | None,
     special_tokens: Mapping[str, int],
-) -> TokenizerFile:
+) -> Found:
     """A `pairs` tokenizer from GPT-2's original `encoder.json` and `vocab.bpe`."""
     vocab = read_json(encoder_json)
     if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
@@ -151,10 +135,8 @@ def from_gpt2(
         vocab,
         merges,  # type: ignore[arg-type]
         where=str(vocab_bpe),
-        name=name,
-        version=version,
         pattern=pattern,
         special_tokens=special_tokens,
         normalization="none",
-        metadata=Metadata(source=source_note(encoder_json, vocab_bpe), created=today()),
+        source=source_note(encoder_json, vocab_bpe),
     )

@@ -8,38 +8,20 @@ file before writing it. Every failure is a `StoreError` naming the file and the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-import msgspec
 
 from service.bpe.tokenizer import Normalization
 from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
 from service.store.bytelevel import from_gpt2, from_hf_json
-from service.store.fileformat import Metadata, TokenizerFile
+from service.store.fileformat import TokenizerFile
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
 from service.store.rankfile import from_tiktoken
-from service.store.sources import source_note, today
+from service.store.sources import Found, Naming, source_note
 
 ImportKind = Literal["tiktoken", "hf", "gpt2"]
 FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "hf": 1, "gpt2": 2}
-
-
-@dataclass(frozen=True, slots=True)
-class Naming:
-    """What the user says of a new version: its name and version, and its description and
-    license (kept in `metadata`; the source and date come from the files)."""
-
-    name: str
-    version: str
-    description: str = ""
-    license: str = ""
-
-    def metadata(self, source: str, created: str) -> Metadata:
-        return Metadata(description=self.description, license=self.license, source=source,
-                        created=created)  # fmt: skip
 
 
 def target_store(named: Path | None, stores: Sequence[Path], *, read_only: Path) -> Path:
@@ -70,31 +52,21 @@ def import_files(
     known = PRESETS.get(preset) if preset else None
     chosen = resolve_pattern(pattern) if pattern is not None else known.pattern if known else None
     specials = known.special_tokens if known else {}
-    name, version = naming.name, naming.version
     if kind == "tiktoken":
-        tf = from_tiktoken(files[0], name=name, version=version, pattern=chosen,
-                           special_tokens=specials,
-                           normalization=known.normalization if known else "none")  # fmt: skip
+        found = from_tiktoken(files[0], pattern=chosen, special_tokens=specials,
+                              normalization=known.normalization if known else "none")  # fmt: skip
     elif kind == "gpt2":
-        tf = from_gpt2(files[0], files[1], name=name, version=version,
-                       pattern=chosen or GPT2_PATTERN, special_tokens=specials)  # fmt: skip
+        found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
+                          special_tokens=specials)  # fmt: skip
     else:
-        tf = from_hf_json(files[0], name=name, version=version, pattern=chosen)
-    meta = naming.metadata(tf.metadata.source, tf.metadata.created)
-    return msgspec.structs.replace(tf, metadata=meta)
+        found = from_hf_json(files[0], pattern=chosen)
+    return found.named(naming)
 
 
 def trained_file(
     model: TrainedModel, corpus: Sequence[Path], naming: Naming, normalization: Normalization
 ) -> TokenizerFile:
     """The tokenizer file of a model trained on the `corpus` files."""
-    return TokenizerFile(
-        name=naming.name,
-        version=naming.version,
-        rule="pairs",
-        pattern=model.pattern,
-        normalization=normalization,
-        special_tokens=model.special_tokens,
-        metadata=naming.metadata(f"trained by toksvc on {source_note(*corpus)}", today()),
-        merges=model.merges,
-    )
+    source = f"trained by toksvc on {source_note(*corpus)}"
+    found = Found("pairs", model.merges, model.pattern, normalization, model.special_tokens, source)
+    return found.named(naming)

@@ -7,23 +7,21 @@ import binascii
 from collections.abc import Mapping
 from pathlib import Path
 
+import msgspec
+
 from service.bpe.merge import merge_ranks
 from service.bpe.tokenizer import Normalization
 from service.errors import StoreError
-from service.store.fileformat import Metadata, TokenizerFile
-from service.store.sources import read_source, source_note, today
+from service.store.sources import Found, read_source, source_note
 
 
 def from_tiktoken(
     path: Path,
     *,
-    name: str,
-    version: str,
     pattern: str | None,
     special_tokens: Mapping[str, int],
     normalization: Normalization = "none",
-    metadata: Metadata | None = None,
-) -> TokenizerFile:
+) -> Found:
     """A `ranks` tokenizer from a `.tiktoken` file (`base64(token) rank` per line).
 
     Every multi-byte token becomes a merge of the two parts that tiktoken's own rule leaves when
@@ -62,15 +60,6 @@ def from_tiktoken(
         else:
             extra.append((rank, token.hex()))
         known[token] = rank
-    return TokenizerFile(
-        name=name,
-        version=version,
-        rule="ranks",
-        pattern=pattern,
-        normalization=normalization,
-        special_tokens=dict(special_tokens),
-        metadata=metadata or Metadata(source=source_note(path), created=today()),
-        byte_ids=[ranks[bytes([b])] for b in range(256)],
-        tokens=extra,
-        merges=merges,
-    )
+    byte_ids = [ranks[bytes([b])] for b in range(256)]
+    found = Found("ranks", merges, pattern, normalization, dict(special_tokens), source_note(path))
+    return msgspec.structs.replace(found, byte_ids=byte_ids, tokens=extra)
