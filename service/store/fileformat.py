@@ -32,13 +32,19 @@ class Metadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     created: str = ""
 
 
-class TokenizerFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One tokenizer version. See docs/format.md for the meaning of every field."""
+class StoreFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The head every versioned file of a store begins with (each kind fixes its `format`)."""
 
-    format: Literal["toksvc-bpe"] = "toksvc-bpe"
+    format: str
     format_version: Literal[1] = 1
     name: Name
     version: Version
+
+
+class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One tokenizer version. See docs/format.md for the meaning of every field."""
+
+    format: Literal["toksvc-bpe"] = "toksvc-bpe"
     rule: Literal["pairs", "ranks"]
     pattern: str | None
     normalization: Literal["none", "NFC", "NFKC"] = "none"
