@@ -25,7 +25,7 @@ from service.errors import (
     TokenizerNotFoundError,
 )
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import MANIFEST, Manifest, ManifestEntry, read_manifest
+from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
 from service.store.validation import validate
@@ -40,23 +40,16 @@ def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bo
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class LoadedTokenizer:
-    """A verified tokenizer with the facts the API lists about it (not the merge list itself)."""
+class LoadedTokenizer(Loaded):
+    """A verified tokenizer with the facts the API lists about it (not the merge list itself):
+    its manifest entry's, and what its file says of it."""
 
-    name: str
-    version: str
-    sha256: str
-    is_default: bool
     rule: Rule
     pattern: str | None
     normalization: Normalization
     metadata: Metadata
     tokenizer: Tokenizer
     self_consistent: bool
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.version}"
 
 
 @dataclass(slots=True)
@@ -198,15 +191,5 @@ def build(
         cache=text_cache,
         cache_owner=entry.sha256,
     )
-    return LoadedTokenizer(
-        name=entry.name,
-        version=entry.version,
-        sha256=entry.sha256,
-        is_default=entry.default,
-        rule=tf.rule,
-        pattern=tf.pattern,
-        normalization=tf.normalization,
-        metadata=tf.metadata,
-        tokenizer=tokenizer,
-        self_consistent=self_consistent,
-    )
+    return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
+                           tokenizer, self_consistent)  # fmt: skip
