@@ -18,8 +18,8 @@ def reading(settings: Settings) -> argparse.ArgumentParser:
     return _parent(
         settings,
         action="append",
-        help=f"a store directory, or `{BUNDLED}`; repeat "
-        "to serve several (default: $TOKSVC_STORE, else the bundled store)",
+        help=f"a store directory, or `{BUNDLED}`; repeat to serve several "
+        "(default: $TOKSVC_STORE, else the bundled store)",
     )
 
 
@@ -28,8 +28,8 @@ def writing(settings: Settings) -> argparse.ArgumentParser:
     return _parent(
         settings,
         action="store",
-        help="the store to write to (created if missing; "
-        "default: the last folder in $TOKSVC_STORE); never the bundled store",
+        help="the store to write to (created if missing; default: the last folder in "
+        "$TOKSVC_STORE); never the bundled store",
     )
 
 

@@ -45,7 +45,9 @@ def import_files(
 ) -> TokenizerFile:
     """Import `files` of one kind. `preset` (a name in PRESETS) gives the pattern, special tokens
     and normalization of a known encoding; `pattern` (a preset pattern name, a regex, or `none`)
-    overrides its pattern. A Hugging Face file brings its own, unless `pattern` is given."""
+    overrides its pattern. A Hugging Face file brings its own special tokens and normalization,
+    and its own pattern unless one is chosen (by `pattern` or the preset); GPT-2's files are
+    unnormalized, split by GPT-2's pattern unless one is chosen."""
     if len(files) != FILES_PER_KIND[kind]:
         raise StoreError(kind, f"import {kind} takes {FILES_PER_KIND[kind]} file(s), got "
                                f"{len(files)}")  # fmt: skip
