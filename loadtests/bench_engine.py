@@ -28,8 +28,8 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 from service.bpe.cache import TextCache
+from service.runtime import engine_factory
 from service.settings import Settings
-from service.store.engines import engine_factory
 from service.store.fileformat import parse
 from service.store.manifest import read_manifest
 from service.store.registry import LoadedTokenizer, build
@@ -217,7 +217,7 @@ def bench_startup() -> dict[str, float]:
     """A new process loads and verifies every shipped tokenizer, as a worker does at start-up."""
     # (ru_maxrss would carry the forking parent's peak across exec; /proc's VmHWM does not)
     code = ("import time; t = time.perf_counter();"
-            "from service.settings import Settings; from service.store.registry import load_registry;"
+            "from service.settings import Settings; from service.runtime import load_registry;"
             "r = load_registry(Settings()); assert not r.failures;"
             "s = dict(l.split(':', 1) for l in open('/proc/self/status'));"
             "print(time.perf_counter() - t, r.load_seconds, len(r),"

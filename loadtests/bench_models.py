@@ -21,8 +21,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from service.models.billing import count_conversation, estimate_request
+from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.engines import engine_factory
 from service.store.registry import load_store
 from tests.chatgen import TOOLS
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import httpx
 import msgspec
 
+from service.runtime import load_registry
 from service.settings import Settings
-from service.store.registry import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))

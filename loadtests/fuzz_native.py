@@ -35,8 +35,8 @@ def main() -> None:
 
     from service.bpe import native
     from service.bpe.native import NativeEngine
+    from service.runtime import engine_factory
     from service.settings import BUNDLED_STORE
-    from service.store.engines import engine_factory
     from service.store.registry import load_store
 
     assert native.AVAILABLE

@@ -26,8 +26,8 @@ def main() -> None:
     ap.add_argument("--name", default="cl100k_base")
     args = ap.parse_args()
 
+    from service.runtime import engine_factory
     from service.settings import BUNDLED_STORE
-    from service.store.engines import engine_factory
     from service.store.registry import load_store
 
     engine = load_store(BUNDLED_STORE, engine_factory("auto"), only=args.name).resolve(args.name)

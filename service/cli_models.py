@@ -12,23 +12,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from service import cli_options
 from service.errors import ConfigError, ModelNotFoundError, StoreError
 from service.models import billing
 from service.models.pricing import money
 from service.store.manifest import Manifest, read_manifest
 from service.store.modelfile import OpenAIEstimateChat
 from service.store.modelstore import ModelTables, load_models
-from service.store.registry import Registry, listed_refs, load_store
+from service.store.registry import Registry, listed_refs
 
 
-def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("models", parents=[common], help="list the models in the store")
+def add_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], reading: argparse.ArgumentParser
+) -> None:
+    p = sub.add_parser("models", parents=[reading], help="list the models in the store")
     p.set_defaults(run=_models)
-    p = sub.add_parser("count-chat", parents=[common], help="count a conversation for a model")
+    p = sub.add_parser("count-chat", parents=[reading], help="count a conversation for a model")
     _chat_args(p)
     p.add_argument("--ids", action="store_true", help="print the ids too")
     p.set_defaults(run=_count_chat)
-    p = sub.add_parser("estimate", parents=[common], help="estimate the cost of a request")
+    p = sub.add_parser("estimate", parents=[reading], help="estimate the cost of a request")
     _chat_args(p)
     p.add_argument(
         "--output-tokens",
@@ -51,16 +54,16 @@ def _chat_args(p: argparse.ArgumentParser) -> None:
 
 
 def _tables(args: argparse.Namespace) -> ModelTables:
-    stores = tuple(args.store) if args.store else args.default_stores
+    stores = cli_options.stores(args)
     manifests: list[tuple[Path, Manifest]] = []
     for root in stores:
         try:
             manifests.append((root, read_manifest(root)))
         except StoreError as exc:
-            print(f"toksvc: warning: {exc}", file=sys.stderr)
+            cli_options.warn(exc)
     tables = load_models(manifests, dict.fromkeys(listed_refs(stores)))
     for failure in tables.failures:
-        print(f"toksvc: warning: {failure}", file=sys.stderr)
+        cli_options.warn(failure)
     return tables
 
 
@@ -70,8 +73,7 @@ def _registry(args: argparse.Namespace) -> Registry:
     if args.model not in tables.names:
         raise ModelNotFoundError(args.model, [m.ref for m in tables.models.values()])
     model = tables.models[tables.names[args.model]]
-    stores = tuple(args.store) if args.store else args.default_stores
-    registry = load_store(stores, only=model.tokenizer_ref.split("@")[0])
+    registry = cli_options.load(args, only=model.tokenizer_ref.split("@")[0])
     registry.models = tables
     return registry
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 
+from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.engines import engine_factory
 from service.store.registry import Registry, load_store
 from tests.serverproc import Server, start_server, stop_server
 from tests.testdata import tiktoken_ranks

@@ -6,7 +6,7 @@ from service.api.dependencies import WorkerDep
 from service.api.openapi import json_get
 from service.api.wire import HealthResponse
 from service.errors import NotReadyError
-from service.store.engines import native_missing_warning
+from service.runtime import native_missing_warning
 
 
 @json_get("/healthz", name="health", tag="probes", summary="Liveness", returns="alive",

@@ -34,8 +34,9 @@ from service.api.supervisor import STARTUP_FAILURE, supervisor_alive
 from service.api.wire import ReloadResponse
 from service.api.worker import Worker
 from service.errors import ReloadRefusedError, ReloadUnavailableError, StoreError
+from service.runtime import load_registry
 from service.settings import Settings
-from service.store.registry import Registry, load_registry
+from service.store.registry import Registry
 
 log = logging.getLogger("toksvc")
 SERVED_MARKER = "store-served"

@@ -6,10 +6,13 @@ parser cannot drift apart. Rules that a schema cannot express live in `service.s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta, Struct
+
+from service.bpe.vocab import IDENTITY_BYTE_IDS
 
 MAX_ID = 2**24 - 1  # ids are dense indexes into the decode table
 
@@ -29,13 +32,19 @@ class Metadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     created: str = ""
 
 
-class TokenizerFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One tokenizer version. See docs/format.md for the meaning of every field."""
+class StoreFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The head every versioned file of a store begins with (each kind fixes its `format`)."""
 
-    format: Literal["toksvc-bpe"] = "toksvc-bpe"
+    format: str
     format_version: Literal[1] = 1
     name: Name
     version: Version
+
+
+class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One tokenizer version. See docs/format.md for the meaning of every field."""
+
+    format: Literal["toksvc-bpe"] = "toksvc-bpe"
     rule: Literal["pairs", "ranks"]
     pattern: str | None
     normalization: Literal["none", "NFC", "NFKC"] = "none"
@@ -44,6 +53,11 @@ class TokenizerFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     byte_ids: list[TokenId] | None = None
     tokens: list[ExtraToken] = msgspec.field(default_factory=list)
     merges: list[Merge]
+
+    @property
+    def ids_of_bytes(self) -> Sequence[int]:
+        """The id of each byte value: `byte_ids`, or byte b -> id b when the file has none."""
+        return IDENTITY_BYTE_IDS if self.byte_ids is None else self.byte_ids
 
 
 _decoder = msgspec.json.Decoder(TokenizerFile)

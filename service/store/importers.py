@@ -1,42 +1,53 @@
-"""Importers: tiktoken rank files, Hugging Face byte-level BPE `tokenizer.json`, GPT-2's
-`encoder.json` + `vocab.bpe`. Each returns a `TokenizerFile` (`import_files` picks the importer and
-the preset's pattern and special tokens); `add_to_store` validates it before writing. Every failure
-is a `StoreError` naming the file and the field, never a traceback.
+"""Adding tokenizers to a user's store: which store is written (never the bundled one), which
+importer reads which files (tiktoken rank files: `rankfile`; Hugging Face `tokenizer.json` and
+GPT-2's `encoder.json` + `vocab.bpe`: `bytelevel`), what a preset brings, what the user's words
+add (description, license), and the file a trained model becomes. `add_to_store` validates each
+file before writing it. Every failure is a `StoreError` naming the file and the field.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from service.bpe.merge import merge_ranks
 from service.bpe.tokenizer import Normalization
+from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
-from service.store.fileformat import Metadata, TokenizerFile
-from service.store.manifest import sha256_hex
+from service.store.bytelevel import from_gpt2, from_hf_json
+from service.store.fileformat import TokenizerFile
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
+from service.store.rankfile import from_tiktoken
+from service.store.sources import Found, Naming, source_note
 
 ImportKind = Literal["tiktoken", "hf", "gpt2"]
 FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "hf": 1, "gpt2": 2}
 
 
+def target_store(named: Path | None, stores: Sequence[Path], *, read_only: Path) -> Path:
+    """The one store `train` and `import` write to: the one named, else the last of `stores`;
+    never `read_only` (the bundled store)."""
+    store = named or stores[-1]
+    if store.resolve() == read_only:
+        raise StoreError(str(store), "the bundled store is read-only; name your own store with "
+                         "--store DIR (created if missing), then serve both with "
+                         "--store bundled --store DIR")  # fmt: skip
+    return store
+
+
 def import_files(
     kind: ImportKind,
-    files: list[Path],
+    files: Sequence[Path],
+    naming: Naming,
     *,
-    name: str,
-    version: str,
     preset: str | None = None,
     pattern: str | None = None,
 ) -> TokenizerFile:
     """Import `files` of one kind. `preset` (a name in PRESETS) gives the pattern, special tokens
     and normalization of a known encoding; `pattern` (a preset pattern name, a regex, or `none`)
-    overrides its pattern. A Hugging Face file brings its own, unless `pattern` is given."""
+    overrides its pattern. A Hugging Face file brings its own special tokens and normalization,
+    and its own pattern unless one is chosen (by `pattern` or the preset); GPT-2's files are
+    unnormalized, split by GPT-2's pattern unless one is chosen."""
     if len(files) != FILES_PER_KIND[kind]:
         raise StoreError(kind, f"import {kind} takes {FILES_PER_KIND[kind]} file(s), got "
                                f"{len(files)}")  # fmt: skip
@@ -44,240 +55,20 @@ def import_files(
     chosen = resolve_pattern(pattern) if pattern is not None else known.pattern if known else None
     specials = known.special_tokens if known else {}
     if kind == "tiktoken":
-        return from_tiktoken(files[0], name=name, version=version, pattern=chosen,
-                             special_tokens=specials,
-                             normalization=known.normalization if known else "none")  # fmt: skip
-    if kind == "gpt2":
-        return from_gpt2(files[0], files[1], name=name, version=version,
-                         pattern=chosen or GPT2_PATTERN, special_tokens=specials)  # fmt: skip
-    return from_hf_json(files[0], name=name, version=version, pattern=chosen)
+        found = from_tiktoken(files[0], pattern=chosen, special_tokens=specials,
+                              normalization=known.normalization if known else "none")  # fmt: skip
+    elif kind == "gpt2":
+        found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
+                          special_tokens=specials)  # fmt: skip
+    else:
+        found = from_hf_json(files[0], pattern=chosen)
+    return found.named(naming)
 
 
-def today() -> str:
-    return datetime.now(UTC).date().isoformat()
-
-
-def read_source(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise StoreError(str(path), f"cannot be read ({exc.strerror})") from None
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(read_source(path))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise StoreError(str(path), f"is not valid JSON: {exc}") from None
-
-
-def source_note(*paths: Path) -> str:
-    return "; ".join(f"{p.name} sha256:{sha256_hex(read_source(p))}" for p in paths)
-
-
-def from_tiktoken(
-    path: Path,
-    *,
-    name: str,
-    version: str,
-    pattern: str | None,
-    special_tokens: Mapping[str, int],
-    normalization: Normalization = "none",
-    metadata: Metadata | None = None,
+def trained_file(
+    model: TrainedModel, corpus: Sequence[Path], naming: Naming, normalization: Normalization
 ) -> TokenizerFile:
-    """A `ranks` tokenizer from a `.tiktoken` file (`base64(token) rank` per line).
-
-    Every multi-byte token becomes a merge of the two parts that tiktoken's own rule leaves when
-    only lower ranks may merge; a token with no such split keeps its bytes in `tokens`.
-    """
-    ranks: dict[bytes, int] = {}
-    for lineno, line in enumerate(read_source(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            token_b64, rank_text = line.split()
-            ranks[base64.b64decode(token_b64, validate=True)] = int(rank_text)
-        except (ValueError, binascii.Error):
-            raise StoreError(str(path), f"line {lineno} is not `base64 rank`") from None
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
-    if missing:
-        raise StoreError(str(path), f"no rank for the single byte(s) {missing[:8]}")
-    known = {bytes([b]): ranks[bytes([b])] for b in range(256)}
-    merges: list[tuple[int, int, int]] = []
-    extra: list[tuple[int, str]] = []
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) == 1:
-            continue
-        parts = merge_ranks(token, known)
-        if len(parts) != 2:
-            parts = next(
-                (
-                    [known[token[:i]], known[token[i:]]]
-                    for i in range(1, len(token))
-                    if token[:i] in known and token[i:] in known
-                ),
-                [],
-            )
-        if parts:
-            merges.append((parts[0], parts[1], rank))
-        else:
-            extra.append((rank, token.hex()))
-        known[token] = rank
-    return TokenizerFile(
-        name=name,
-        version=version,
-        rule="ranks",
-        pattern=pattern,
-        normalization=normalization,
-        special_tokens=dict(special_tokens),
-        metadata=metadata or Metadata(source=source_note(path), created=today()),
-        byte_ids=[ranks[bytes([b])] for b in range(256)],
-        tokens=extra,
-        merges=merges,
-    )
-
-
-def gpt2_byte_alphabet() -> dict[str, int]:
-    """GPT-2's byte-to-unicode map, reversed: printable stand-in character -> byte value."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
-    chars = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in chars:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return {c: b for b, c in chars.items()}
-
-
-def from_byte_level(
-    vocab: Mapping[str, int],
-    merges: Sequence[tuple[str, str]],
-    *,
-    where: str,
-    name: str,
-    version: str,
-    pattern: str | None,
-    special_tokens: Mapping[str, int],
-    normalization: Normalization,
-    metadata: Metadata,
-) -> TokenizerFile:
-    """A `pairs` tokenizer from a byte-level BPE vocabulary and merge list (GPT-2 alphabet)."""
-    alphabet = gpt2_byte_alphabet()
-    by_byte = {b: c for c, b in alphabet.items()}
-    try:
-        byte_ids = [vocab[by_byte[b]] for b in range(256)]
-        triples = [(vocab[a], vocab[b], vocab[a + b]) for a, b in merges]
-    except KeyError as exc:
-        raise StoreError(
-            where, f"token {exc.args[0]!r} is used but not in the vocabulary"
-        ) from None
-    return TokenizerFile(
-        name=name,
-        version=version,
-        rule="pairs",
-        pattern=pattern,
-        normalization=normalization,
-        special_tokens=dict(special_tokens),
-        metadata=metadata,
-        byte_ids=byte_ids,
-        merges=triples,
-    )
-
-
-def from_hf_json(
-    path: Path, *, name: str, version: str, pattern: str | None = None
-) -> TokenizerFile:
-    """A `pairs` tokenizer from a Hugging Face byte-level BPE `tokenizer.json`.
-
-    The split regex, the NFC/NFKC normalizer and the added tokens (all as special tokens) come
-    from the file; `pattern` overrides the regex.
-    """
-    where = str(path)
-    doc = read_json(path)
-    field = "model"
-    try:
-        model = doc.get("model") or {}
-        if model.get("type") != "BPE":
-            raise StoreError(where, f"model.type: {model.get('type')!r} is not BPE")
-        if model.get("ignore_merges"):
-            raise StoreError(
-                where, "model.ignore_merges: true is not the pairs rule; not supported"
-            )
-        field = "model.merges"
-        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
-                  for m in model["merges"]]  # fmt: skip
-        if any(len(m) != 2 for m in merges):
-            raise StoreError(where, "model.merges: every merge must name two tokens")
-        field = "model.vocab"
-        vocab = dict(model["vocab"])
-        field = "normalizer"
-        normalizer = (doc.get("normalizer") or {}).get("type", "none")
-        if normalizer not in ("NFC", "NFKC", "none"):
-            raise StoreError(where, f"normalizer.type: {normalizer!r} is not supported "
-                                    "(NFC, NFKC or none)")  # fmt: skip
-        field = "added_tokens"
-        specials = {str(t["content"]): int(t["id"]) for t in doc.get("added_tokens", [])}
-        field = "pre_tokenizer"
-        split = pattern if pattern is not None else _hf_split_pattern(doc)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreError(where, f"{field}: missing or malformed ({type(exc).__name__}: "
-                                f"{exc})") from None  # fmt: skip
-    return from_byte_level(
-        vocab,
-        merges,  # type: ignore[arg-type]
-        where=where,
-        name=name,
-        version=version,
-        pattern=split,
-        special_tokens=specials,
-        normalization=normalizer,
-        metadata=Metadata(source=source_note(path), created=today()),
-    )
-
-
-def _hf_split_pattern(doc: dict[str, Any]) -> str | None:
-    pre = doc.get("pre_tokenizer") or {}
-    steps = pre.get("pretokenizers", [pre])
-    for step in steps:
-        if step.get("type") == "Split" and "Regex" in step.get("pattern", {}):
-            return str(step["pattern"]["Regex"])
-    for step in steps:
-        if step.get("type") == "ByteLevel" and step.get("use_regex", True):
-            return GPT2_PATTERN
-    return None
-
-
-def from_gpt2(
-    encoder_json: Path,
-    vocab_bpe: Path,
-    *,
-    name: str,
-    version: str,
-    pattern: str | None,
-    special_tokens: Mapping[str, int],
-) -> TokenizerFile:
-    """A `pairs` tokenizer from GPT-2's original `encoder.json` and `vocab.bpe`."""
-    vocab = read_json(encoder_json)
-    if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
-        raise StoreError(str(encoder_json), "must be a JSON object of token -> id")
-    try:
-        lines = read_source(vocab_bpe).decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise StoreError(str(vocab_bpe), f"is not UTF-8 text: {exc}") from None
-    merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
-    for lineno, merge in enumerate(merges, 1):
-        if len(merge) != 2:
-            raise StoreError(str(vocab_bpe), f"merge {lineno}: must be two tokens separated by a "
-                                             "space")  # fmt: skip
-    return from_byte_level(
-        vocab,
-        merges,  # type: ignore[arg-type]
-        where=str(vocab_bpe),
-        name=name,
-        version=version,
-        pattern=pattern,
-        special_tokens=special_tokens,
-        normalization="none",
-        metadata=Metadata(source=source_note(encoder_json, vocab_bpe), created=today()),
-    )
+    """The tokenizer file of a model trained on the `corpus` files."""
+    source = f"trained by toksvc on {source_note(*corpus)}"
+    found = Found("pairs", model.merges, model.pattern, normalization, model.special_tokens, source)
+    return found.named(naming)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -29,6 +30,26 @@ class ManifestEntry(Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     path: str
     sha256: Sha256
     default: bool = False
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def identity(self) -> tuple[str, str, str, bool]:
+        """Name, version, sha256 and default mark: the fields of `Loaded`, in order."""
+        return self.name, self.version, self.sha256, self.default
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Loaded:
+    """What was loaded from one manifest entry (a tokenizer, a model profile): the entry's
+    name, version, sha256 and default mark (built `Loaded(*entry.identity, ...)`)."""
+
+    name: str
+    version: str
+    sha256: str
+    is_default: bool
 
     @property
     def ref(self) -> str:

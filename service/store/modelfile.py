@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.errors import FormatError
-from service.store.fileformat import Name, Version
+from service.store.fileformat import Name, StoreFile
 
 TokenizerRefText = Annotated[
     str, Meta(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}@[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
@@ -69,13 +69,10 @@ class ModelMetadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     source: str = ""
 
 
-class ModelFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class ModelFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One model profile version. See docs/format.md."""
 
     format: Literal["toksvc-model"] = "toksvc-model"
-    format_version: Literal[1] = 1
-    name: Name
-    version: Version
     tokenizer: TokenizerRefText
     aliases: list[Alias] = msgspec.field(default_factory=list)
     context_window: Annotated[int, Meta(ge=1)]
@@ -95,13 +92,10 @@ class Price(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     read_on: Day
 
 
-class PriceFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class PriceFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One price list version. See docs/format.md."""
 
     format: Literal["toksvc-prices"] = "toksvc-prices"
-    format_version: Literal[1] = 1
-    name: Name
-    version: Version
     currency: Annotated[str, Meta(pattern=r"^[A-Z]{3}$")]
     prices: list[Price]
 

@@ -12,23 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.errors import StoreError
-from service.store.manifest import MANIFEST, Manifest, ManifestEntry
+from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry
 from service.store.modelfile import ModelFile, Price, parse_model, parse_prices
 from service.store.reading import read_verified
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class LoadedModel:
-    name: str
-    version: str
-    sha256: str
-    is_default: bool
+class LoadedModel(Loaded):
     profile: ModelFile
     tokenizer_ref: str
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.version}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +64,7 @@ def load_models(
             except StoreError as exc:
                 tables.failures.append(exc)
                 continue
-            loaded = LoadedModel(entry.name, entry.version, entry.sha256, entry.default, mf,
-                                 mf.tokenizer)  # fmt: skip
+            loaded = LoadedModel(*entry.identity, mf, mf.tokenizer)
             tables.models[entry.ref] = loaded
             _name(tables, entry.ref, entry.ref, where)
             if entry.default:

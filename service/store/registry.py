@@ -10,13 +10,13 @@ version is a name's default is never in doubt.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
-from service.bpe import Normalization, Rule, Tokenizer, Vocabulary
+from service.bpe import Engine, Normalization, PythonEngine, Rule, Tokenizer, Vocabulary
 from service.bpe.cache import TextCache
 from service.errors import (
     FormatError,
@@ -24,34 +24,32 @@ from service.errors import (
     StoreError,
     TokenizerNotFoundError,
 )
-from service.settings import Settings
-from service.store.engines import EngineFactory
-from service.store.engines import engine_factory as engine_factory_for
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import MANIFEST, Manifest, ManifestEntry, read_manifest
+from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
 from service.store.validation import validate
 
+# (vocabulary, split pattern, self-consistent?) -> the engine that serves it
+EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
+
+
+def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
+    """The pure-Python reference engine (the running service chooses: `service.runtime`)."""
+    return PythonEngine(vocab, pattern)
+
 
 @dataclass(frozen=True, slots=True, eq=False)
-class LoadedTokenizer:
-    """A verified tokenizer with the facts the API lists about it (not the merge list itself)."""
+class LoadedTokenizer(Loaded):
+    """A verified tokenizer with the facts the API lists about it (not the merge list itself):
+    its manifest entry's, and what its file says of it."""
 
-    name: str
-    version: str
-    sha256: str
-    is_default: bool
     rule: Rule
     pattern: str | None
     normalization: Normalization
     metadata: Metadata
     tokenizer: Tokenizer
     self_consistent: bool
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.version}"
 
 
 @dataclass(slots=True)
@@ -99,10 +97,11 @@ def load_store(
     """Load every manifest entry of one store, or of several in order (or only the versions of
     the name `only`).
 
-    A broken manifest is one failure (its store adds nothing). `text_cache`, if given, is shared
-    by all tokenizers (entries are keyed by each file's sha256).
+    A broken manifest is one failure (its store adds nothing). `engine_factory` builds each
+    vocabulary's engine (default: the reference). `text_cache`, if given, is shared by all
+    tokenizers (entries are keyed by each file's sha256).
     """
-    factory = engine_factory or engine_factory_for()
+    factory = engine_factory or reference_engine
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
@@ -151,15 +150,6 @@ def listed_refs(stores: Sequence[Path]) -> list[str]:
     return refs
 
 
-def load_registry(settings: Settings) -> Registry:
-    """The registry the service runs on, with the engines and caches the settings ask for."""
-    return load_store(
-        settings.stores,
-        engine_factory_for(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
-        text_cache=TextCache(settings.text_cache_bytes) if settings.text_cache_bytes > 0 else None,
-    )
-
-
 def load_entry(
     store: Path, entry: ManifestEntry, factory: EngineFactory, text_cache: TextCache | None = None
 ) -> LoadedTokenizer:
@@ -188,7 +178,7 @@ def build(
     vocab = Vocabulary.build(
         tf.rule,
         tf.merges,
-        tf.byte_ids if tf.byte_ids is not None else range(256),
+        tf.ids_of_bytes,
         {tid: bytes.fromhex(h) for tid, h in tf.tokens},
         token_bytes=token_bytes,
     )
@@ -201,15 +191,5 @@ def build(
         cache=text_cache,
         cache_owner=entry.sha256,
     )
-    return LoadedTokenizer(
-        name=entry.name,
-        version=entry.version,
-        sha256=entry.sha256,
-        is_default=entry.default,
-        rule=tf.rule,
-        pattern=tf.pattern,
-        normalization=tf.normalization,
-        metadata=tf.metadata,
-        tokenizer=tokenizer,
-        self_consistent=self_consistent,
-    )
+    return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
+                           tokenizer, self_consistent)  # fmt: skip

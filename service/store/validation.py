@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import regex
 
+from service.bpe.vocab import IDENTITY_BYTE_IDS
 from service.errors import FormatError
 from service.store.fileformat import TokenizerFile
 
@@ -46,10 +47,10 @@ def _check_pattern(pattern: str) -> None:
 
 
 def _check_byte_ids(tf: TokenizerFile) -> dict[int, bytes]:
-    byte_ids = list(range(256)) if tf.byte_ids is None else tf.byte_ids
+    byte_ids = tf.ids_of_bytes
     if len(byte_ids) != 256:
         raise _Rule("byte_ids", f"must list 256 ids (one per byte value), has {len(byte_ids)}")
-    if tf.rule == "pairs" and sorted(byte_ids) != list(range(256)):
+    if tf.rule == "pairs" and sorted(byte_ids) != list(IDENTITY_BYTE_IDS):
         raise _Rule("byte_ids", "for the pairs rule the byte ids must be 0..255 in some order")
     tokens: dict[int, bytes] = {}
     for b, tid in enumerate(byte_ids):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from service.bpe import train
 from service.errors import StoreError
-from service.store.engines import engine_factory
+from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile
 from service.store.manifest import MANIFEST, add_to_store
 from service.store.registry import load_store

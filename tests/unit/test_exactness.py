@@ -10,12 +10,13 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe import PythonEngine
 from service.bpe.native import NativeEngine
-from service.store.engines import engine_factory
+from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile
-from service.store.importers import from_gpt2
+from service.store.importers import import_files
 from service.store.manifest import add_to_store
 from service.store.presets import PRESETS
 from service.store.registry import Registry, load_store
+from service.store.sources import Naming
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.testdata import CORPUS_NAMES as CORPORA
 from tests.testdata import corpus_text as text_of
@@ -72,15 +73,8 @@ def test_qwen_preset_lists_the_added_tokens_of_tokenizer_json(registry: Registry
 def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
     registry: Registry, tmp_path: Path
 ) -> None:
-    preset = PRESETS["gpt2"]
-    tf = from_gpt2(
-        vocab_file("encoder.json"),
-        vocab_file("vocab.bpe"),
-        name="gpt2",
-        version="orig",
-        pattern=preset.pattern,
-        special_tokens=preset.special_tokens,
-    )
+    files = [vocab_file("encoder.json"), vocab_file("vocab.bpe")]
+    tf = import_files("gpt2", files, Naming("gpt2", "orig"), preset="gpt2")
     add_to_store(tmp_path, tf)
     imported = load_store(tmp_path, engine_factory("python")).resolve("gpt2@orig")
     assert imported.rule == "pairs" and imported.self_consistent

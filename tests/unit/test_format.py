@@ -6,7 +6,7 @@ import pytest
 
 from service.bpe import train
 from service.errors import FormatError
-from service.store.engines import engine_factory
+from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile, dumps, json_schema, parse
 from service.store.manifest import ManifestEntry
 from service.store.registry import build

@@ -23,8 +23,8 @@ from service.errors import (
     SurrogateError,
     UnknownIdError,
 )
+from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.engines import engine_factory
 from service.store.manifest import MAX_ENTRIES, Manifest, ManifestEntry, check_manifest
 from service.store.reading import read_bounded, read_verified
 from service.store.registry import load_store

@@ -15,7 +15,7 @@ import pytest
 
 from service.bpe import PythonEngine, native
 from service.bpe.native import NativeEngine
-from service.store.engines import native_missing_warning
+from service.runtime import native_missing_warning
 from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, all_text, corpus_text
 
@@ -111,7 +111,7 @@ sys.meta_path.insert(0, NoNative())
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 from service.bpe import PythonEngine, native
 from service.settings import BUNDLED_STORE
-from service.store.engines import engine_factory
+from service.runtime import engine_factory
 from service.store.registry import load_store
 assert not native.AVAILABLE
 reg = load_store(BUNDLED_STORE, engine_factory("auto"), only="gpt2")

@@ -1,4 +1,5 @@
-"""Choosing the engine that serves a vocabulary.
+"""The running parts built from `Settings`: the engine each vocabulary runs on, the text cache and
+the registry the service serves.
 
 `auto` serves every vocabulary (both rules, any pattern) with the native engine
 (`service.bpe.native`, a C extension): the shipped patterns are split by C scanners made for them,
@@ -12,14 +13,17 @@ tokens stay in `Tokenizer`, in front of either engine.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from service.bpe import Engine, PythonEngine, Vocabulary, native
+from service.bpe.cache import TextCache
+from service.settings import Settings
 from service.store.presets import PATTERNS
+from service.store.registry import EngineFactory, Registry, load_store
 
 EngineChoice = Literal["auto", "python"]
-EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
 log = logging.getLogger("toksvc")
 
 # a shipped pattern -> the name of the C scanner that splits exactly as it does
@@ -50,3 +54,21 @@ def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> En
         return PythonEngine(vocab, pattern, cache_size)
 
     return build
+
+
+def text_cache(settings: Settings) -> TextCache | None:
+    """The whole-text cache all tokenizers share (entries keyed by each file's sha256), if any."""
+    return TextCache(settings.text_cache_bytes) if settings.text_cache_bytes > 0 else None
+
+
+def load_registry(
+    settings: Settings, stores: Sequence[Path] | None = None, *, only: str | None = None
+) -> Registry:
+    """The registry the service runs on (`settings.stores`, or `stores`), with the engines and
+    caches the settings ask for; `only` loads the versions of one name."""
+    return load_store(
+        settings.stores if stores is None else stores,
+        engine_factory(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
+        only=only,
+        text_cache=text_cache(settings),
+    )

@@ -1,0 +1,72 @@
+"""The options the commands share: `--store` (the stores a command reads, repeatable; or the one
+store it writes), and the registry the stores it reads load into (failures as warnings)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from service import runtime
+from service.settings import BUNDLED, BUNDLED_STORE, Settings, parse_stores
+from service.store.importers import target_store
+from service.store.registry import Registry
+
+
+def reading(settings: Settings) -> argparse.ArgumentParser:
+    """The parent parser of the commands that read stores."""
+    return _parent(
+        settings,
+        action="append",
+        help=f"a store directory, or `{BUNDLED}`; repeat to serve several "
+        "(default: $TOKSVC_STORE, else the bundled store)",
+    )
+
+
+def writing(settings: Settings) -> argparse.ArgumentParser:
+    """The parent parser of the commands that write one store."""
+    return _parent(
+        settings,
+        action="store",
+        help="the store to write to (created if missing; default: the last folder in "
+        "$TOKSVC_STORE); never the bundled store",
+    )
+
+
+def _parent(settings: Settings, *, action: str, help: str) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--store", action=action, type=_store_arg, help=help)
+    parent.set_defaults(settings=settings)
+    return parent
+
+
+def _store_arg(value: str) -> Path:
+    return parse_stores(value)[0] if value == BUNDLED else Path(value)
+
+
+def stores(args: argparse.Namespace) -> tuple[Path, ...]:
+    """The stores a reading command serves."""
+    return tuple(args.store) if args.store else args.settings.stores
+
+
+def target(args: argparse.Namespace) -> Path:
+    """The one store a writing command writes to: never the bundled one."""
+    return target_store(args.store, args.settings.stores, read_only=BUNDLED_STORE)
+
+
+def warn(failure: object) -> None:
+    print(f"toksvc: warning: {failure}", file=sys.stderr)
+
+
+def load(args: argparse.Namespace, only: str | None = None) -> Registry:
+    """The registry of the stores a reading command serves (only the versions of the name
+    `only`, if given), with the engines the settings ask for."""
+    return runtime.load_registry(args.settings, stores(args), only=only)
+
+
+def registry(args: argparse.Namespace, only: str | None = None) -> Registry:
+    """`load`, with each failure printed as a warning."""
+    loaded = load(args, only)
+    for failure in loaded.failures:
+        warn(failure)
+    return loaded

@@ -1,0 +1,138 @@
+"""The store commands of `toksvc`: train, import, verify, list."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from service import cli_options
+from service.bpe import train
+from service.store import presets
+from service.store.fileformat import TokenizerFile
+from service.store.importers import import_files, trained_file
+from service.store.manifest import add_to_store
+from service.store.sources import Naming
+
+
+def add_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    reading: argparse.ArgumentParser,
+    writing: argparse.ArgumentParser,
+) -> None:
+    p = sub.add_parser("train", parents=[writing], help="train a pairs tokenizer into a store")
+    p.add_argument("corpus", nargs="+", type=Path, help="UTF-8 text files")
+    p.add_argument("--vocab-size", type=int, required=True)
+    _naming_args(p)
+    p.add_argument(
+        "--pattern", default="gpt2", help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none"
+    )
+    p.add_argument("--special", action="append", default=[], help="a special token literal")
+    p.add_argument("--min-frequency", type=int, default=2)
+    p.add_argument("--normalization", choices=["none", "NFC", "NFKC"], default="none")
+    _metadata_args(p)
+    p.set_defaults(run=_train)
+
+    p = sub.add_parser("import", parents=[writing], help="import a tokenizer into a store")
+    p.add_argument("kind", choices=["tiktoken", "hf", "gpt2"])
+    p.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe",
+    )
+    _naming_args(p)
+    p.add_argument(
+        "--preset",
+        choices=sorted(presets.PRESETS),
+        help="pattern, special tokens and normalization of a known encoding",
+    )
+    p.add_argument("--pattern", help="a preset pattern name, a regex, or none (overrides --preset)")
+    _metadata_args(p)
+    p.set_defaults(run=_import)
+
+    p = sub.add_parser("verify", parents=[reading], help="check every manifest entry")
+    p.set_defaults(run=_verify)
+    p = sub.add_parser("list", parents=[reading], help="list the tokenizers in the store")
+    p.set_defaults(run=_list)
+
+
+def _naming_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", required=True)
+    p.add_argument("--version", required=True)
+
+
+def _metadata_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--description", default="")
+    p.add_argument("--license", default="")
+    p.add_argument(
+        "--no-default", action="store_true", help="do not make this version the name's default"
+    )
+
+
+def _naming(args: argparse.Namespace) -> Naming:
+    return Naming(args.name, args.version, args.description, args.license)
+
+
+def _train(args: argparse.Namespace) -> None:
+    store = cli_options.target(args)  # refuse before the work, not after
+    texts = [path.read_text("utf-8") for path in args.corpus]
+    model = train(
+        texts,
+        args.vocab_size,
+        presets.resolve_pattern(args.pattern),
+        args.special,
+        min_frequency=args.min_frequency,
+        progress=_progress_bar,
+    )
+    print(file=sys.stderr)
+    _write(args, store, trained_file(model, args.corpus, _naming(args), args.normalization))
+
+
+def _progress_bar(done: int, total: int) -> None:
+    """Redraw at each whole percent (and at the end), so a long run writes ~100 updates."""
+    if done != total and done * 100 // max(total, 1) == (done - 1) * 100 // max(total, 1):
+        return
+    width = 40
+    filled = width * done // max(total, 1)
+    print(
+        f"\rmerges [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _import(args: argparse.Namespace) -> None:
+    store = cli_options.target(args)
+    tf = import_files(args.kind, args.files, _naming(args), preset=args.preset,
+                      pattern=args.pattern)  # fmt: skip
+    _write(args, store, tf)
+
+
+def _write(args: argparse.Namespace, store: Path, tf: TokenizerFile) -> None:
+    entry = add_to_store(store, tf, default=not args.no_default)
+    print(
+        f"wrote {store / entry.path} sha256:{entry.sha256}{' (default)' if entry.default else ''}"
+    )
+
+
+def _verify(args: argparse.Namespace) -> int:
+    registry = cli_options.load(args)
+    for t in registry:
+        consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
+        print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
+    for failure in registry.failures:
+        print(f"FAIL  {failure}")
+    print(
+        f"{len(registry)} loaded, {len(registry.failures)} failed in {registry.load_seconds:.2f}s"
+    )
+    return 0 if registry.complete else 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    registry = cli_options.registry(args)
+    for t in registry:
+        mark = "*" if t.is_default else " "
+        print(f"{mark} {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
+    return 0 if registry.complete else 1
