@@ -73,15 +73,17 @@ class UnknownIdError(InputError):
 
 class UndecodableBytesError(InputError):
     kind, title = "undecodable-bytes", "Bytes are not valid UTF-8"
-    fact_names = ("offset", "bytes")
 
     def __init__(self, offset: int, data: bytes) -> None:
         self.offset = offset
-        self.bytes = data.hex()
+        self.data = data
         super().__init__(
             f"bytes {data.hex(' ')} at byte offset {offset} are not valid UTF-8; "
             f"decode with errors='replace' or ask for bytes"
         )
+
+    def facts(self) -> dict[str, object]:
+        return {"offset": self.offset, "bytes": self.data.hex()}
 
 
 class SurrogateError(InputError):
