@@ -10,7 +10,7 @@ from litestar import Response, get, post
 from litestar.exceptions import ValidationException
 from litestar.params import JSONBody
 
-from service.api import metrics, problems, token_pieces
+from service.api import lifecycle, metrics, problems, token_pieces
 from service.api.bodies import strict_body
 from service.api.budget import check_items, check_output, run_work
 from service.api.openapi import operation
@@ -109,9 +109,11 @@ def readyz(worker: Worker) -> Response[Any]:
         doc = problems.problem(503, "not-ready", "Not ready", detail, failures=reasons)
         return problems.response(doc, {"Retry-After": "1"})
     warning = native_missing_warning()  # ready, but slow: say so where operators look
+    workers, loaded = lifecycle.workers_loaded(worker)
     return Response(HealthResponse(status="ready", tokenizers=len(registry),
                                    engine="python" if warning else "native",
-                                   warnings=[warning] if warning else None))  # fmt: skip
+                                   warnings=[warning] if warning else None,
+                                   workers=workers, workers_loaded=loaded))  # fmt: skip
 
 
 # --- encode and count ---------------------------------------------------------------------

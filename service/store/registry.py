@@ -155,7 +155,7 @@ def load_registry(settings: Settings) -> Registry:
     """The registry the service runs on, with the engines and caches the settings ask for."""
     return load_store(
         settings.stores,
-        engine_factory_for(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
+        engine_factory_for(settings.engine, settings.piece_cache_size),
         text_cache=TextCache(settings.text_cache_bytes) if settings.text_cache_bytes > 0 else None,
     )
 
