@@ -77,10 +77,12 @@ def wait_ready(base: str, seconds: float = 120,
 
 
 def start(*args: str, workers: int = 1, env: dict[str, str] | None = None,
-          seconds: float = 120) -> Server:  # fmt: skip
+          seconds: float = 120, log: IO[bytes] | None = None) -> Server:  # fmt: skip
     """Start `toksvc serve --workers N *args` and return once every worker has loaded the store;
-    RuntimeError with the server's output if it exits or is not ready within `seconds`."""
-    log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server; not a pipe)
+    RuntimeError with the server's output if it exits or is not ready within `seconds`. The
+    output goes to `log` (a file opened for reading and writing; a temporary file by default)."""
+    if log is None:
+        log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server; not a pipe)
     proc, base, port = serve("--workers", str(workers), *args, env=env, log=log)
     server = Server(base, port, proc, log)
     if wait_ready(base, seconds, proc):
