@@ -1,9 +1,10 @@
-"""Screenshots of the playground at 1440 and 360 px (docs/playground-*.png) and its page weight.
+"""Screenshots of the playground at 1440 and 360 px (docs/playground-*.png), of its Chat and cost
+panel with a rendered prompt (docs/playground-chat-1440.png), and its page weight.
 
 Starts a real `toksvc serve` on 127.0.0.1, opens the page in Debian's `chromium` through Playwright
 and prints the bytes transferred on first load (headers + bodies, static files and API calls).
 
-    python loadtests/playground_shots.py            # writes docs/playground-1440.png, -360.png
+    python loadtests/playground_shots.py    # writes docs/playground-1440.png, -360.png, -chat-1440.png
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def first_load(page: Page, url: str) -> dict[str, int]:
     expect(page.locator("#count-tokens")).not_to_have_text("\u2013")
     expect(page.locator("#compare-table tbody tr")).to_have_count(4)
     expect(page.locator("#st-lanes .lane")).to_have_count(1)
+    expect(page.locator("#ch-cost-total")).not_to_have_text("\u2013")
     page.wait_for_load_state("networkidle")
     weight = {"requests": 0, "static": 0, "api": 0}
     for r in done:
@@ -70,7 +72,18 @@ def stage(page: Page) -> None:
         page.locator("#sm-step").click()
         expect(page.locator("#sm-progress")).to_have_text(f"fed {k} of {len(ids)} ids")
     expect(page.locator("#sm-held")).to_be_visible()
+    page.locator("#ch-outset").check()
+    page.locator("#ch-outn").fill("800")
+    expect(page.locator("#ch-outtok")).to_have_text("800")
     page.locator("#spans .tok").nth(3).hover()
+
+
+def stage_chat(page: Page) -> None:
+    """The chat panel on a model with a Jinja template, its rendered prompt open."""
+    page.locator("#ch-model").select_option("qwen3@1")
+    expect(page.locator("#ch-noprice")).to_be_visible()
+    page.locator("#ch-rendered summary").click()
+    expect(page.locator("#ch-text .sp").first).to_be_visible()
 
 
 def main() -> None:
@@ -93,6 +106,12 @@ def main() -> None:
                 page.screenshot(path=str(out), full_page=True)
                 shrink(out)
                 print(f"wrote {out.relative_to(ROOT)}: {out.stat().st_size} B")
+                if width == 1440:
+                    stage_chat(page)
+                    out = ROOT / "docs" / "playground-chat-1440.png"
+                    page.locator("#chat").screenshot(path=str(out))
+                    shrink(out)
+                    print(f"wrote {out.relative_to(ROOT)}: {out.stat().st_size} B")
                 context.close()
             browser.close()
     finally:

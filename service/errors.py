@@ -1,15 +1,29 @@
-"""The one tree of typed errors. Domain code raises these; `service.api` maps them to HTTP statuses.
+"""The one tree of typed errors. Domain code raises these; `service.api.problems` makes them
+problem documents (the HTTP status is chosen there, by class).
 
-Every message says what was wrong and, where it can, how to fix it.
+Every message says what was wrong and, where it can, how to fix it. Each class names its kind
+(`kind`, a stable slug, and `title`) and carries its facts: `fact_names` lists the attributes a
+client may act on (the offending token and its position, the limit, ...), which become the
+problem document's extension members, so no other layer restates them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 
 class ToksvcError(Exception):
     """Base class of every error this project raises on purpose."""
+
+    kind: ClassVar[str] = "bad-request"
+    title: ClassVar[str] = "Bad request"
+    fact_names: ClassVar[tuple[str, ...]] = ()
+
+    def facts(self) -> dict[str, object]:
+        """The facts a problem document carries as extension members (None ones left out)."""
+        values = {name: getattr(self, name) for name in self.fact_names}
+        return {name: value for name, value in values.items() if value is not None}
 
 
 # --- bad input: valid request, invalid meaning ---------------------------------------------------
@@ -18,8 +32,13 @@ class ToksvcError(Exception):
 class InputError(ToksvcError):
     """The input is well-formed but cannot be tokenized or decoded as asked."""
 
+    kind, title = "invalid-input", "Invalid input"
+
 
 class DisallowedSpecialError(InputError):
+    kind, title = "disallowed-special-token", "Disallowed special token"
+    fact_names = ("token", "position")
+
     def __init__(self, token: str, position: int) -> None:
         self.token = token
         self.position = position
@@ -30,19 +49,35 @@ class DisallowedSpecialError(InputError):
         )
 
 
+class UnknownSpecialError(InputError):
+    kind, title = "unknown-special-token", "Unknown special token"
+    fact_names = ("tokens",)
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self.tokens = sorted(tokens)
+        super().__init__(f"not special tokens of this tokenizer: {', '.join(self.tokens)}")
+
+
 class UnknownIdError(InputError):
+    kind, title = "unknown-token-id", "Unknown token id"
+    fact_names = ("ids",)
+
     def __init__(self, ids: Iterable[int], vocab_size: int) -> None:
-        self.ids = sorted(set(ids))
-        shown = ", ".join(map(str, self.ids[:10])) + (", ..." if len(self.ids) > 10 else "")
+        unknown = sorted(set(ids))
+        self.ids = unknown[:100]  # the first 100 are reported
+        shown = ", ".join(map(str, unknown[:10])) + (", ..." if len(unknown) > 10 else "")
         super().__init__(
             f"unknown token id(s) {shown}: not in this tokenizer ({vocab_size} ids are defined)"
         )
 
 
 class UndecodableBytesError(InputError):
+    kind, title = "undecodable-bytes", "Bytes are not valid UTF-8"
+    fact_names = ("offset", "bytes")
+
     def __init__(self, offset: int, data: bytes) -> None:
         self.offset = offset
-        self.data = data
+        self.bytes = data.hex()
         super().__init__(
             f"bytes {data.hex(' ')} at byte offset {offset} are not valid UTF-8; "
             f"decode with errors='replace' or ask for bytes"
@@ -50,6 +85,9 @@ class UndecodableBytesError(InputError):
 
 
 class SurrogateError(InputError):
+    kind, title = "lone-surrogate", "Lone surrogate in text"
+    fact_names = ("position",)
+
     def __init__(self, position: int, where: str = "character {} of the text") -> None:
         self.position = position
         super().__init__(
@@ -58,13 +96,15 @@ class SurrogateError(InputError):
         )
 
 
-class UnknownSpecialError(InputError):
-    def __init__(self, tokens: Iterable[str]) -> None:
-        self.tokens = sorted(tokens)
-        super().__init__(f"not special tokens of this tokenizer: {', '.join(self.tokens)}")
+class StreamStateError(InputError):
+    """A decode-step state that this service did not produce."""
+
+    kind, title = "invalid-stream-state", "Invalid stream state"
 
 
 class EngineFailureError(InputError):
+    kind, title = "engine-failure", "The engine cannot encode this text"
+
     def __init__(self, length: int, reason: str) -> None:
         self.length = length
         super().__init__(
@@ -74,18 +114,59 @@ class EngineFailureError(InputError):
         )
 
 
-class StreamStateError(InputError):
-    """A decode-step state that this service did not produce."""
+class ChatInputError(InputError):
+    """A conversation that cannot be rendered: `index` names the message (None: the request)."""
+
+    kind, title = "invalid-message", "Invalid message"
+    fact_names = ("index", "field")
+
+    def __init__(self, index: int | None, field: str, reason: str) -> None:
+        self.index = index
+        self.field = field
+        where = field if index is None else f"messages[{index}].{field}"
+        super().__init__(f"{where}: {reason}")
+
+    def facts(self) -> dict[str, object]:
+        return {"index": self.index, "field": self.field}  # index null: the request itself
 
 
-# --- configuration and training --------------------------------------------------------------
+class TemplateError(InputError):
+    """The model's chat template refused the conversation (its own message is kept)."""
+
+    kind, title = "template-error", "The chat template raised"
+
+    def __init__(self, message: str) -> None:
+        self.template_message = message
+        super().__init__(f"the chat template raised: {message}")
+
+
+class PriceMissingError(InputError):
+    kind, title = "price-missing", "Price missing"
+    fact_names = ("missing",)
+
+    def __init__(self, model: str, missing: str) -> None:
+        self.model = model
+        self.missing = missing
+        super().__init__(f"no {missing} price is loaded for model {model}; add a price file")
+
+
+class ContextOverflowError(InputError):
+    kind, title = "context-overflow", "Context window exceeded"
+    fact_names = ("needed", "context_window")
+
+    def __init__(self, model: str, needed: int, window: int) -> None:
+        self.needed = needed
+        self.context_window = window
+        super().__init__(
+            f"{needed} tokens (input plus output) do not fit {model}'s context window of {window}"
+        )
+
+
+# --- configuration and the store -----------------------------------------------------------------
 
 
 class ConfigError(ToksvcError):
     """A setting, argument or training parameter is out of range."""
-
-
-# --- the store ---------------------------------------------------------------------------------
 
 
 class StoreError(ToksvcError):
@@ -118,93 +199,97 @@ class ManifestError(StoreError):
     pass
 
 
-class ReloadRefusedError(ToksvcError):
-    def __init__(self, failures: Iterable[str]) -> None:
-        self.failures = list(failures)
-        shown = "; ".join(self.failures[:5]) or "no tokenizer loaded"
-        super().__init__(f"reload refused, the previous store keeps serving: {shown}")
+# --- what is served ----------------------------------------------------------------------------
 
 
-class ReloadUnavailableError(ToksvcError):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+class _NotFoundError(ToksvcError):
+    what: ClassVar[str]
+    fact_names = ("available",)
 
-
-# --- the registry ------------------------------------------------------------------------------
-
-
-class TokenizerNotFoundError(ToksvcError):
     def __init__(self, ref: str, available: Iterable[str]) -> None:
         self.ref = ref
         self.available = sorted(available)
         super().__init__(
-            f"no tokenizer {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"
+            f"no {self.what} {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"
         )
 
 
-class ModelNotFoundError(ToksvcError):
-    def __init__(self, ref: str, available: Iterable[str]) -> None:
-        self.ref = ref
-        self.available = sorted(available)
-        super().__init__(
-            f"no model {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"
-        )
+class ModelNotFoundError(_NotFoundError):
+    kind, title, what = "unknown-model", "Unknown model", "model"
 
 
-class ChatInputError(InputError):
-    """A conversation that cannot be rendered: `index` names the message (None: the request)."""
-
-    def __init__(self, index: int | None, field: str, reason: str) -> None:
-        self.index = index
-        self.field = field
-        where = field if index is None else f"messages[{index}].{field}"
-        super().__init__(f"{where}: {reason}")
-
-
-class TemplateError(InputError):
-    """The model's chat template refused the conversation (its own message is kept)."""
-
-    def __init__(self, message: str) -> None:
-        self.template_message = message
-        super().__init__(f"the chat template raised: {message}")
-
-
-class PriceMissingError(InputError):
-    def __init__(self, model: str, missing: str) -> None:
-        self.model = model
-        self.missing = missing
-        super().__init__(f"no {missing} price is loaded for model {model}; add a price file")
-
-
-class ContextOverflowError(InputError):
-    def __init__(self, model: str, needed: int, window: int) -> None:
-        self.needed = needed
-        self.window = window
-        super().__init__(
-            f"{needed} tokens (input plus output) do not fit {model}'s context window of {window}"
-        )
+class TokenizerNotFoundError(_NotFoundError):
+    kind, title, what = "unknown-tokenizer", "Unknown tokenizer", "tokenizer"
 
 
 class NotReadyError(ToksvcError):
-    def __init__(self) -> None:
-        super().__init__("the tokenizer registry is not loaded yet; retry shortly")
+    """Nothing to serve yet, or (`failures`) a store that loaded only in part."""
+
+    kind, title = "not-ready", "Not ready"
+    fact_names = ("failures",)
+
+    def __init__(self, failures: list[str] | None = None, *, serving: bool = False) -> None:
+        self.failures = failures
+        if failures and serving:
+            super().__init__(f"{len(failures)} store file(s) failed to load; this worker serves "
+                             "the others but is not ready")  # fmt: skip
+        else:
+            super().__init__("the tokenizer registry is not loaded yet; retry shortly")
 
 
-class TooManyStreamsError(ToksvcError):
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        super().__init__(f"this worker already serves {limit} streams; retry shortly")
-
-
-class RequestTimeoutError(ToksvcError):
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        super().__init__(f"the request body did not arrive within {seconds:g} s")
+# --- what a request or a stream may cost ---------------------------------------------------------
 
 
 class LimitExceededError(ToksvcError):
+    kind, title = "limit-exceeded", "Limit exceeded"
+    fact_names = ("limit",)
+
     def __init__(self, what: str, limit: int, actual: int | None = None) -> None:
         self.what = what
         self.limit = limit
         got = "" if actual is None else f" (got {actual})"
         super().__init__(f"{what} exceeds the limit of {limit}{got}")
+
+
+class TooManyStreamsError(ToksvcError):
+    kind, title = "too-many-streams", "Too many concurrent streams"
+    fact_names = ("limit",)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"this worker already serves {limit} streams; retry shortly")
+
+
+class TooManyLargeRequestsError(ToksvcError):
+    kind, title = "too-many-large-requests", "Too many large requests"
+    fact_names = ("limit",)
+
+    def __init__(self, limit: int, threshold: int) -> None:
+        self.limit = limit
+        super().__init__(f"this worker already works on {limit} requests over {threshold} "
+                         "bytes; retry shortly")  # fmt: skip
+
+
+class RequestTimeoutError(ToksvcError):
+    kind, title = "request-timeout", "Request timeout"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"the request body did not arrive within {seconds:g} s")
+
+
+# --- reloading the store -------------------------------------------------------------------------
+
+
+class ReloadUnavailableError(ToksvcError):
+    kind, title = "reload-unavailable", "Reload unavailable"
+
+
+class ReloadRefusedError(ToksvcError):
+    kind, title = "reload-refused", "Reload refused"
+    fact_names = ("failures",)
+
+    def __init__(self, failures: Iterable[str]) -> None:
+        self.failures = list(failures)[:100]
+        shown = "; ".join(self.failures[:5]) or "no tokenizer loaded"
+        super().__init__(f"reload refused, the previous store keeps serving: {shown}")

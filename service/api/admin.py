@@ -14,8 +14,8 @@ from litestar import Request, post
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import lifecycle, problems
+from service.api.dependencies import WorkerDep
 from service.api.wire import ReloadResponse
-from service.api.worker import Worker
 from service.errors import ReloadRefusedError, ReloadUnavailableError
 
 
@@ -31,7 +31,7 @@ from service.errors import ReloadRefusedError, ReloadUnavailableError
     responses=problems.documented(401, 404),
     response_description="reload done or requested",
 )
-async def admin_reload(request: Request[Any, Any, Any], worker: Worker) -> ReloadResponse:
+async def admin_reload(request: Request[Any, Any, Any], worker: WorkerDep) -> ReloadResponse:
     token, process = worker.settings.admin_token, worker.process
     if not token:
         raise NotFoundException()  # off by default: as if there were no such route

@@ -13,20 +13,24 @@ from litestar.middleware import DefineMiddleware
 from service.api import (
     admin,
     auth,
+    catalog,
+    decoding,
     docs,
+    encoding,
     explain,
     lifecycle,
     metrics,
     models,
     playground,
+    probes,
     problems,
     textops,
 )
+from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
 from service.api.handoff import Handoff, received
 from service.api.openapi import StrictStructSchemaPlugin
-from service.api.routes import ROUTES
 from service.api.streaming import decode_stream, decode_ws
 from service.api.worker import KEY, Worker
 from service.settings import Settings
@@ -47,7 +51,10 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         metrics.publish_registry(registry)
     return Litestar(
         route_handlers=[
-            *ROUTES,
+            *catalog.ROUTES,
+            *probes.ROUTES,
+            *encoding.ROUTES,
+            *decoding.ROUTES,
             *models.ROUTES,
             *textops.ROUTES,
             decode_stream,
@@ -63,7 +70,8 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         signature_types=SIGNATURE_TYPES,
         lifespan=[lifecycle.running],
         exception_handlers=problems.EXCEPTION_HANDLERS,
-        plugins=[StrictStructSchemaPlugin()],
+        plugins=[StrictStructSchemaPlugin(), StrictBodies()],
+        request_class=BodyRequest,
         middleware=[
             metrics.RequestMetrics,
             *_access(settings),

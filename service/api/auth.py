@@ -84,5 +84,6 @@ class ApiKeys:
         if scope["type"] == ScopeType.WEBSOCKET:
             return await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
         detail = "a valid API key is required (Authorization: Bearer <key>)"
-        doc = problems.problem(401, "unauthorized", "Unauthorized", detail)
-        await problems.send_raw(send, doc, {"WWW-Authenticate": "Bearer"})
+        await problems.send_raw(
+            send, problems.for_http(401, detail), {"WWW-Authenticate": "Bearer"}
+        )

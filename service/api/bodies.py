@@ -1,62 +1,107 @@
-"""Request bodies checked strictly before Litestar decodes them: types, limits, lone surrogates."""
+"""JSON request bodies: read within a deadline, decoded once, strictly, into the route's Struct.
+
+A route declares its body by type only (`data: EncodeRequest`). `StrictBodies`, a serialization
+plugin, gives every route whose body is a request Struct (`wire.RequestBody`) the `StrictBody` DTO:
+Litestar hands it the raw bytes and it decodes them with msgspec in one strict pass (`"1"` is
+not the id 1; unknown fields are refused). Litestar's own path would parse the JSON and then
+convert it leniently, so the API's promise needed a second, strict decode before it; now there
+is one. A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no
+character): that is a 422 naming its offset, anything else a 400 with the parser's reason.
+
+`BodyRequest` reads the body within TOKSVC_BODY_SECONDS: a client that sends it more slowly gets
+a 408 and the worker moves on.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import re
-from functools import partial
-from typing import Any
+from collections.abc import Generator
+from typing import Any, ClassVar
 
-import anyio
 import msgspec
 from litestar import Request
+from litestar.dto import AbstractDTO
+from litestar.dto.data_structures import DTOFieldDefinition
 from litestar.exceptions import ValidationException
+from litestar.plugins import SerializationPlugin
+from litestar.typing import FieldDefinition
 
-from service.api.budget import check_items, run_work
-from service.api.wire import DecodeRequest
+from service.api.wire import DecodeRequest, RequestBody
 from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
-from service.settings import Settings
 
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
 
 
-async def strict_body(request: Request[Any, Any, Any]) -> None:
-    """Decode the body strictly into the route's request type before Litestar does.
-
-    Litestar converts bodies leniently (`"1"` would become the id 1); the API promises that wrong
-    types are refused, so every JSON route checks its body here first (~1 ms per MB). A body the
-    JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character): that
-    is a 422 naming its offset, anything else a 400 with the parser's reason. A client that takes
-    longer than TOKSVC_BODY_SECONDS to send its body gets a 408 and the worker moves on.
-    """
-    settings = worker_of(request.app).settings
-    seconds = settings.body_seconds
-    try:
-        with anyio.fail_after(seconds):
-            body = await request.body()
-    except TimeoutError:
-        raise RequestTimeoutError(seconds) from None
-    kind = request.route_handler.opt["body"]
-    if kind is DecodeRequest and (lists := body.count(b"[") - 1) > settings.max_batch_items:
-        # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
-        # before decoding them; msgspec holds the GIL, so even a thread would stall the loop
-        raise LimitExceededError("items per batch", settings.max_batch_items, lists)
-    await run_work(len(body), partial(_check_body, body, kind, settings))
+class BodyRequest(Request[Any, Any, Any]):
+    async def body(self) -> bytes:
+        seconds = worker_of(self.app).settings.body_seconds
+        try:
+            async with asyncio.timeout(seconds):
+                return await super().body()
+        except TimeoutError:
+            raise RequestTimeoutError(seconds) from None
 
 
-def _check_body(body: bytes, kind: type[Any], settings: Settings) -> None:
-    """Strict decoding, then the item limits at once: Litestar decodes the body a second time
-    only once it is known to be within them (2 million tiny lists cost 2.9 s decoded twice)."""
-    try:
-        data = msgspec.json.decode(body, type=kind)
-    except msgspec.ValidationError as exc:
-        raise ValidationException(f"invalid body: {exc}") from None
-    except msgspec.DecodeError as exc:
-        _refuse_lone_surrogates(body)
-        raise ValidationException(f"malformed JSON: {exc}") from None
-    items = getattr(data, "texts", None) or getattr(data, "batch", None) or ()
-    ids = getattr(data, "ids", None) or ()
-    check_items(settings, len(items), len(ids) + sum(map(len, getattr(data, "batch", None) or ())))
+class StrictBody(AbstractDTO[Any]):
+    """Decodes a route's body into its request Struct in one strict msgspec pass."""
+
+    decoders: ClassVar[dict[str, msgspec.json.Decoder[Any]]] = {}  # handler id -> decoder
+
+    def decode_bytes(self, value: bytes) -> Any:
+        connection = self.asgi_connection
+        decoder = self.decoders[connection.route_handler.handler_id]
+        if decoder.type is DecodeRequest:
+            limit = worker_of(connection.app).settings.max_batch_items
+            if (lists := value.count(b"[") - 1) > limit:
+                # no string of a decode body may hold "[": count the lists at C speed (~1 ms per
+                # MB) before decoding millions of them
+                raise LimitExceededError("items per batch", limit, lists)
+        try:
+            return decoder.decode(value)
+        except msgspec.ValidationError as exc:
+            raise ValidationException(f"invalid body: {exc}") from None
+        except msgspec.DecodeError as exc:
+            _refuse_lone_surrogates(value)
+            raise ValidationException(f"malformed JSON: {exc}") from None
+
+    @classmethod
+    def create_for_field_definition(
+        cls, field_definition: FieldDefinition, handler_id: str, backend_cls: Any = None
+    ) -> None:
+        if field_definition.name == "data":
+            cls.decoders[handler_id] = msgspec.json.Decoder(field_definition.annotation)
+
+    @classmethod
+    def create_openapi_schema(
+        cls, field_definition: FieldDefinition, handler_id: str, schema_creator: Any
+    ) -> Any:
+        return schema_creator.for_field_definition(field_definition)
+
+    @classmethod
+    def is_supported_model_type_field(cls, field_definition: FieldDefinition) -> bool:
+        return False  # bodies only: responses are encoded by Litestar as they are
+
+    @classmethod
+    def generate_field_definitions(
+        cls, model_type: type[Any]
+    ) -> Generator[DTOFieldDefinition, None, None]:
+        yield from ()
+
+    @classmethod
+    def detect_nested_field(cls, field_definition: FieldDefinition) -> bool:
+        return False
+
+
+class StrictBodies(SerializationPlugin):
+    """Every route whose `data` is a request Struct decodes it with `StrictBody`."""
+
+    def supports_type(self, field_definition: FieldDefinition) -> bool:
+        return field_definition.is_subclass_of(RequestBody)
+
+    def create_dto_for_type(self, field_definition: FieldDefinition) -> type[AbstractDTO[Any]]:
+        return StrictBody
 
 
 def _refuse_lone_surrogates(body: bytes) -> None:
@@ -81,3 +126,9 @@ def _refuse_lone_surrogates(body: bytes) -> None:
         pending = match
     if pending is not None:
         raise SurrogateError(pending.end() - 6, "byte {} of the request body")
+
+
+def exactly_one(a: object, b: object, names: str) -> None:
+    """A body rule the Struct cannot state: exactly one of two fields is given (400 otherwise)."""
+    if (a is None) == (b is None):
+        raise ValidationException(f"give exactly one of {names}")

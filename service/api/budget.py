@@ -22,7 +22,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from service.api import problems
-from service.errors import LimitExceededError
+from service.errors import LimitExceededError, TooManyLargeRequestsError
 from service.settings import Settings
 
 STOP_GRACE_SECONDS = 1.0
@@ -116,11 +116,8 @@ class LargeRequestSlots:
         if not self._large(scope):
             return await self.app(scope, receive, send)
         if self.busy >= self.limit:
-            detail = (f"this worker already works on {self.limit} requests over "
-                      f"{self.threshold} bytes; retry shortly")  # fmt: skip
-            doc = problems.problem(503, "too-many-large-requests", "Too many large requests",
-                                   detail, limit=self.limit)  # fmt: skip
-            return await problems.send_raw(send, doc, {"Retry-After": "1"})
+            busy = TooManyLargeRequestsError(self.limit, self.threshold)
+            return await problems.send_raw(send, problems.for_error(busy))
         self.busy += 1
         try:
             await self.app(scope, receive, send)

@@ -23,7 +23,6 @@ import logging
 from typing import Any
 
 import httptools
-import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
@@ -65,6 +64,19 @@ class _WriteDeadline:
         log.warning("client %s read nothing for %gs: connection aborted, its buffers freed",
                     self.client, _settings().write_seconds)  # fmt: skip
         self.transport.abort()
+
+    # asyncio's flow control: the transport's buffer is full (the client is not reading) / drained
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        self._start_write_clock()
+
+    def resume_writing(self) -> None:
+        self._stop_write_clock()
+        super().resume_writing()  # type: ignore[misc]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_write_clock()
+        super().connection_lost(exc)  # type: ignore[misc]
 
 
 class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
@@ -145,10 +157,8 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         if self.transport.is_closing():  # the parser refused the request already
             return
         limit = _settings().max_header_bytes
-        doc = problems.problem(431, "limit-exceeded", "Request header fields too large",
-                               f"the request line and headers exceed the limit of {limit} bytes",
-                               limit=limit)  # fmt: skip
-        body = msgspec.json.encode(doc)
+        detail = f"the request line and headers exceed the limit of {limit} bytes"
+        body = problems.encode(problems.for_http(431, detail, limit=limit))
         self.transport.write(
             b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
             b"content-type: " + problems.PROBLEM_JSON.encode() + b"\r\n"
@@ -156,29 +166,10 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         )
         self.transport.close()
 
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        self._start_write_clock()
-
-    def resume_writing(self) -> None:
-        self._stop_write_clock()
-        super().resume_writing()
-
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_write_clock()
         self._stop_head_clock()
         super().connection_lost(exc)
 
 
 class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        self._start_write_clock()
-
-    def resume_writing(self) -> None:
-        self._stop_write_clock()
-        super().resume_writing()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_write_clock()
-        super().connection_lost(exc)
+    """A WebSocket connection with the write deadline."""

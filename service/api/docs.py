@@ -72,8 +72,7 @@ def _problem_not_found(response: Response[Any]) -> Response[Any]:
     if response.status_code != 404:
         return response
     detail = f"no such documentation page; the API docs are at {SCHEMA_PATH}"
-    doc = problems.problem(404, "not-found", "Not found", detail)
-    return problems.response(doc)
+    return problems.response(problems.for_http(404, detail))
 
 
 def openapi_config() -> OpenAPIConfig:

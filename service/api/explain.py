@@ -7,13 +7,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import anyio.to_thread
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import metrics, problems
-from service.api.bodies import strict_body
-from service.api.openapi import operation
-from service.api.routes import ref_of
+from service.api import metrics
+from service.api.catalog import ref_of
+from service.api.dependencies import TokenizerDep
+from service.api.openapi import json_post
 from service.api.wire import (
     ExplainPiece,
     ExplainRequest,
@@ -29,7 +28,6 @@ from service.bpe import Rule, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError
 from service.store.presets import PATTERNS
-from service.store.registry import LoadedTokenizer
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
@@ -81,23 +79,13 @@ def response_of(
     )
 
 
-@post(
-    "/v1/tokenizers/{ref:str}/explain",
-    status_code=200,
-    opt={"operation": "explain", "body": ExplainRequest},
-    before_request=strict_body,
-    responses=problems.documented(400, 404, 408, 413, 422, 503),
-    tags=["explain"],
-    summary="Explain a short text's merges",
-    description="The merge steps, one per step, that turn each piece of the text (at most 256 "
-    "characters) into ids under the tokenizer's rule, normalization and pre-tokenization; the "
-    "text is ordinary text, so `ids` equals encode with `disallowed_special: []`.",
-    response_description="the steps of every piece, and the final ids",
-    operation_class=operation(ExplainRequest),
-)
-async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) -> ExplainResponse:
-    """The merge steps of a short text (at most 256 characters) under a stored tokenizer, its
-    normalization and pre-tokenization; the text is ordinary text (no special tokens)."""
+@json_post("/v1/tokenizers/{ref:str}/explain", name="explain", tag="explain",
+           summary="Explain a short text's merges",
+           returns="the steps of every piece, and the final ids")  # fmt: skip
+async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> ExplainResponse:
+    """The merge steps, one per step, that turn each piece of the text (at most 256 characters) into
+    ids under the tokenizer's rule, normalization and pre-tokenization; the text is ordinary text,
+    so `ids` equals encode with `disallowed_special: []`."""
     t = tokenizer
     pieces = await in_thread(
         lambda: explain_text(t.tokenizer.vocab, t.pattern, data.text, t.normalization)
@@ -107,23 +95,14 @@ async def explain(tokenizer: LoadedTokenizer, data: JSONBody[ExplainRequest]) ->
     return out
 
 
-@post(
-    "/v1/playground/explain",
-    status_code=200,
-    opt={"operation": "explain", "body": InlineExplainRequest},
-    before_request=strict_body,
-    responses=problems.documented(400, 408, 413, 422),
-    tags=["explain"],
-    summary="Explain merges under an inline vocabulary",
-    description="The same steps for a small vocabulary given as merges (at most 512), e.g. "
-    "the textbook counterexample that tells the `pairs` and `ranks` rules apart. Served with "
-    "the playground (off with TOKSVC_PLAYGROUND=0).",
-    response_description="the steps of every piece, and the final ids",
-    operation_class=operation(InlineExplainRequest),
-)
+@json_post("/v1/playground/explain", name="explain", tag="explain",
+           summary="Explain merges under an inline vocabulary",
+           returns="the steps of every piece, and the final ids",
+           problems=(400, 408, 413, 422))  # fmt: skip
 async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
-    """The merge steps of a short text under a small vocabulary given inline (at most 512
-    merges), e.g. the textbook counterexample or a vocabulary trained by `/v1/playground/train`."""
+    """The same steps for a small vocabulary given as merges (at most 512), e.g. the textbook
+    counterexample that tells the `pairs` and `ranks` rules apart. Served with the playground (off
+    with TOKSVC_PLAYGROUND=0)."""
 
     def work() -> list[PieceSteps]:
         vocab = inline_vocabulary(data.rule, data.merges)
@@ -132,22 +111,13 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     return response_of(data.rule, await in_thread(work))
 
 
-@post(
-    "/v1/playground/train",
-    status_code=200,
-    opt={"operation": "train", "body": TrainRequest},
-    before_request=strict_body,
-    responses=problems.documented(400, 408, 413, 422),
-    tags=["explain"],
-    summary="Train a small vocabulary",
-    description="Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 "
-    "merges, for the playground's stepper. Served with the playground (off with "
-    "TOKSVC_PLAYGROUND=0).",
-    response_description="the learned merges and their tokens",
-    operation_class=operation(TrainRequest),
-)
+@json_post("/v1/playground/train", name="train", tag="explain",
+           summary="Train a small vocabulary",
+           returns="the learned merges and their tokens",
+           problems=(400, 408, 413, 422))  # fmt: skip
 async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
-    """Train a small `pairs` vocabulary (at most 512 merges) on at most 20,000 bytes of text."""
+    """Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 merges, for the
+    playground's stepper. Served with the playground (off with TOKSVC_PLAYGROUND=0)."""
     size = len(data.text.encode("utf-8", "surrogatepass"))
     if size > MAX_TRAIN_BYTES:
         raise LimitExceededError("bytes of training text", MAX_TRAIN_BYTES, size)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 
-from litestar import get, post
 from litestar.params import FromPath, JSONBody
 
-from service.api import problems
-from service.api.bodies import strict_body
 from service.api.budget import run_work
+from service.api.catalog import ref_of
+from service.api.dependencies import RegistryDep, SettingsDep
 from service.api.models_wire import (
     ChatCountRequest,
     ChatCountResponse,
@@ -22,11 +21,9 @@ from service.api.models_wire import (
     ModelRef,
     PriceInfo,
 )
-from service.api.openapi import operation
-from service.api.routes import ref_of
+from service.api.openapi import json_get, json_post
 from service.models import billing
 from service.models.pricing import money
-from service.settings import Settings
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import Registry
@@ -58,53 +55,38 @@ def model_ref(m: LoadedModel) -> ModelRef:
     return ModelRef(name=m.name, version=m.version, sha256=m.sha256)
 
 
-@get("/v1/models", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(503), tags=["models"], summary="List the models",
-     description="Every loaded model profile (every version of every name): its tokenizer, "
-     "chat format, whether its counts are exact, context and output limits, and list prices.",
-     response_description="the loaded model profiles", operation_class=operation())  # fmt: skip
-def list_models(registry: Registry) -> ModelListResponse:
+@json_get("/v1/models", name="models", tag="models", summary="List the models",
+          returns="the loaded model profiles")  # fmt: skip
+def list_models(registry: RegistryDep) -> ModelListResponse:
+    """Every loaded model profile (every version of every name): its tokenizer, chat format, whether
+    its counts are exact, context and output limits, and list prices."""
     return ModelListResponse(models=[info_of(registry, m) for m in registry.models.models.values()])
 
 
-@get("/v1/models/{model:str}", opt={"operation": "models"}, sync_to_thread=False,
-     responses=problems.documented(400, 404, 503), tags=["models"],
-     summary="Describe one model", description="The profile `{model}` (a name, an alias or "
-     "`name@version`) resolves to: exact version, sha256, tokenizer, chat format, limits and "
-     "prices.", response_description="the model profile",
-     operation_class=operation())  # fmt: skip
-def get_model(registry: Registry, model: FromPath[str]) -> ModelInfo:
+@json_get("/v1/models/{model:str}", name="models", tag="models",
+          summary="Describe one model", returns="the model profile",
+          problems=(400, 404, 503))  # fmt: skip
+def get_model(registry: RegistryDep, model: FromPath[str]) -> ModelInfo:
+    """The profile `{model}` (a name, an alias or `name@version`) resolves to: exact version,
+    sha256, tokenizer, chat format, limits and prices."""
     return info_of(registry, registry.resolve_model(model))
 
 
-@post("/v1/models/{model:str}/count", status_code=200,
-      opt={"operation": "count_chat", "body": ChatCountRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
-      summary="Count a conversation's tokens", description="The input tokens of a chat "
-      "completion request (`messages`, `tools`) as the model is billed for them: rendered with "
-      "the model's chat template or harmony format (exact), or by OpenAI's published "
-      "per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and `overhead` "
-      "add up to `input_tokens`. A malformed message is a 422 naming its index.",
-      response_description="the counts, and the model and vocabulary that counted",
-      operation_class=operation(ChatCountRequest))  # fmt: skip
-async def count_chat(
-    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[ChatCountRequest]
-) -> ChatCountResponse:
-    """Count a conversation as the model bills it, with a per-message breakdown that adds up."""
+@json_post("/v1/models/{model:str}/count", name="count_chat", tag="models",
+           summary="Count a conversation's tokens",
+           returns="the counts, and the model and vocabulary that counted")  # fmt: skip
+async def count_chat(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+                     data: JSONBody[ChatCountRequest]) -> ChatCountResponse:  # fmt: skip
+    """The input tokens of a chat completion request (`messages`, `tools`) as the model is billed
+    for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
+    published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
+    `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
     size = sum(len(str(m)) for m in data.messages)
-    counted = await run_work(
-        size,
-        lambda: billing.count_conversation(
-            registry,
-            model,
-            data.messages,
-            data.tools,
-            add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs,
-            max_chars=settings.max_body_bytes * 4,
-            breakdown=data.breakdown,
-        ),
-    )
+    counted = await run_work(size, lambda: billing.count_conversation(
+        registry, model, data.messages, data.tools, breakdown=data.breakdown,
+        add_generation_prompt=data.add_generation_prompt,
+        template_kwargs=data.chat_template_kwargs,
+        max_chars=settings.max_body_bytes * 4))  # fmt: skip
     c = counted.count
     return ChatCountResponse(
         input_tokens=c.input_tokens, tools_tokens=c.tools_tokens, overhead=c.overhead,
@@ -117,36 +99,22 @@ async def count_chat(
     )  # fmt: skip
 
 
-@post("/v1/models/{model:str}/estimate", status_code=200,
-      opt={"operation": "estimate", "body": EstimateRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["models"],
-      summary="Estimate a request's cost", description="Input tokens of a conversation (as "
-      "count) or a `text`, output tokens (`output_tokens`, else `max_output_tokens`, else the "
-      "model's maximum), and the cost of each part and in total as decimal strings, from the "
-      "model's price file; `remaining_context` is what is left of the context window.",
-      response_description="tokens, costs, and the model, tokenizer and prices used",
-      operation_class=operation(EstimateRequest))  # fmt: skip
-async def estimate(
-    registry: Registry, settings: Settings, model: FromPath[str], data: JSONBody[EstimateRequest]
-) -> EstimateResponse:
-    """Input and output tokens, the cost of each part and in total (decimal strings)."""
+@json_post("/v1/models/{model:str}/estimate", name="estimate", tag="models",
+           summary="Estimate a request's cost",
+           returns="tokens, costs, and the model, tokenizer and prices used")  # fmt: skip
+async def estimate(registry: RegistryDep, settings: SettingsDep, model: FromPath[str],
+                   data: JSONBody[EstimateRequest]) -> EstimateResponse:  # fmt: skip
+    """Input tokens of a conversation (as count) or a `text`, output tokens (`output_tokens`, else
+    `max_output_tokens`, else the model's maximum), and the cost of each part and in total as
+    decimal strings, from the model's price file; `remaining_context` is what is left of the
+    context window."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
-    est = await run_work(
-        size,
-        lambda: billing.estimate_request(
-            registry,
-            model,
-            messages=data.messages,
-            tools=data.tools,
-            text=data.text,
-            add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs,
-            max_output_tokens=data.max_output_tokens,
-            output_tokens=data.output_tokens,
-            cached_input_tokens=data.cached_input_tokens,
-            max_chars=settings.max_body_bytes * 4,
-        ),
-    )
+    est = await run_work(size, lambda: billing.estimate_request(
+        registry, model, messages=data.messages, tools=data.tools, text=data.text,
+        add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
+        max_output_tokens=data.max_output_tokens, output_tokens=data.output_tokens,
+        cached_input_tokens=data.cached_input_tokens,
+        max_chars=settings.max_body_bytes * 4))  # fmt: skip
     e = est.estimate
     return EstimateResponse(
         input_tokens=e.input_tokens, cached_input_tokens=e.cached_input_tokens,

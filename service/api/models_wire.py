@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from service.api.wire import TokenizerRef, _Request, _Response, doc
+from service.api.wire import RequestBody, TokenizerRef, _Response, doc
 
 Tokens = Annotated[int, Meta(ge=0)]
 
@@ -90,7 +90,7 @@ class ModelRef(_Response, frozen=True):
     sha256: Annotated[str, doc("sha256 of the model profile file, hex", _SHA)]
 
 
-class ChatCountRequest(_Request, frozen=True):
+class ChatCountRequest(RequestBody, frozen=True):
     """OpenAI-style messages (role, content, name, tool_calls, tool_call_id, reasoning_content)
     and tools; each message is checked on its own so a problem names its index."""
 
@@ -155,7 +155,7 @@ class ChatCountResponse(_Response, frozen=True):
     ids: Annotated[list[int] | None, doc("the prompt's token ids, with `return_ids`")] = None
 
 
-class EstimateRequest(_Request, frozen=True):
+class EstimateRequest(RequestBody, frozen=True):
     """A conversation (`messages`, `tools`) or a `text`; `max_output_tokens` (default: the
     model's maximum) or `output_tokens` (an expected count); `cached_input_tokens` of the input
     served by a prompt cache."""
@@ -213,7 +213,7 @@ class EstimateResponse(_Response, frozen=True):
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
-class TruncateRequest(_Request, frozen=True):
+class TruncateRequest(RequestBody, frozen=True):
     """A text to cut to at most `max_tokens` tokens, keeping its start or its end."""
 
     text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]
@@ -234,7 +234,7 @@ class TruncateResponse(_Response, frozen=True):
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
-class ChunkRequest(_Request, frozen=True):
+class ChunkRequest(RequestBody, frozen=True):
     """A text to cover with chunks of at most `max_tokens` tokens, optionally overlapping."""
 
     text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]

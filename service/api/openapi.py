@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from inspect import cleandoc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+from litestar import get, post
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.spec import (
     Example,
     OpenAPIResponse,
@@ -17,8 +20,10 @@ from litestar.openapi.spec import (
     Reference,
     RequestBody,
 )
+from litestar.types import AnyCallable
 
 from service.api.examples import EXAMPLES, Examples
+from service.api.problems import documented
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -68,26 +73,63 @@ def _named(examples: Examples) -> dict[str, Example | Reference]:
     }
 
 
-def operation(body: type[msgspec.Struct] | None = None) -> type[Operation]:
-    """An `operation_class` for a route: describes `{ref}` and `{model}` (with examples) and
-    gives the request body and the 200 response the named examples of `examples.EXAMPLES` for
-    the body's type."""
-    requests, responses = EXAMPLES[body] if body is not None else ({}, {})
+# by the name Litestar gives a body's schema while it builds operations (module path + class)
+_BY_NAME = {f"{b.__module__}.{b.__qualname__}".replace(".", "_"): ex for b, ex in EXAMPLES.items()}
 
-    @dataclass
-    class DocumentedOperation(Operation):
-        def __post_init__(self) -> None:
-            for parameter in self.parameters or ():
-                if isinstance(parameter, Parameter) and parameter.name in PARAMETERS:
-                    description, examples = PARAMETERS[parameter.name]
-                    parameter.description = description
-                    parameter.examples = dict(examples)
-            if requests and isinstance(self.request_body, RequestBody):
-                for media in self.request_body.content.values():
-                    media.examples = _named(requests)
-            ok = (self.responses or {}).get("200")
-            if responses and isinstance(ok, OpenAPIResponse):
-                for media in (ok.content or {}).values():
-                    media.examples = _named(responses)
 
-    return DocumentedOperation
+@dataclass
+class DocumentedOperation(Operation):
+    """The `operation_class` of every route: describes `{ref}` and `{model}` (with examples) and
+    gives the request body and the 200 response the named examples `examples.EXAMPLES` holds for
+    the body's type (found by the name of its schema)."""
+
+    def __post_init__(self) -> None:
+        for parameter in self.parameters or ():
+            if isinstance(parameter, Parameter) and parameter.name in PARAMETERS:
+                description, examples = PARAMETERS[parameter.name]
+                parameter.description = description
+                parameter.examples = dict(examples)
+        if not isinstance(self.request_body, RequestBody):
+            return
+        (body,) = self.request_body.content.values()  # JSON, the only body type
+        if not isinstance(body.schema, Reference):
+            return
+        requests, responses = _BY_NAME[body.schema.ref.rsplit("/", 1)[-1]]
+        body.examples = _named(requests)
+        ok = (self.responses or {}).get("200")
+        if isinstance(ok, OpenAPIResponse):
+            for media in (ok.content or {}).values():
+                media.examples = _named(responses)
+
+
+BODY_PROBLEMS = (400, 404, 408, 413, 422, 503)  # what a route with a body and a `{ref}` can answer
+
+
+Decorator = Callable[[AnyCallable], HTTPRouteHandler]
+
+
+def json_get(path: str, *, name: str, tag: str, summary: str, returns: str,
+             problems: tuple[int, ...] = (503,)) -> Decorator:  # fmt: skip
+    """A GET operation answering JSON, declared once: its metrics name (`operation`), its docs
+    (tag, summary, what it returns; the handler's docstring is its description) and the problem
+    statuses it can answer."""
+    return _operation(get, path, name=name, tag=tag, summary=summary, returns=returns,
+                      problems=problems, sync_to_thread=False)  # fmt: skip
+
+
+def json_post(path: str, *, name: str, tag: str, summary: str, returns: str,
+              problems: tuple[int, ...] = BODY_PROBLEMS) -> Decorator:  # fmt: skip
+    """A POST operation taking and answering JSON (status 200), declared as `json_get` is."""
+    return _operation(post, path, name=name, tag=tag, summary=summary, returns=returns,
+                      problems=problems, status_code=200)  # fmt: skip
+
+
+def _operation(kind: type[HTTPRouteHandler], path: str, *, name: str, tag: str, summary: str,
+               returns: str, problems: tuple[int, ...], **options: Any) -> Decorator:  # fmt: skip
+    def declare(fn: AnyCallable) -> HTTPRouteHandler:
+        description = " ".join((fn.__doc__ or "").split()) or None  # the docstring, one line
+        return kind(path, opt={"operation": name}, responses=documented(*problems), tags=[tag],
+                    summary=summary, description=description, response_description=returns,
+                    operation_class=DocumentedOperation, **options)(fn)  # fmt: skip
+
+    return declare

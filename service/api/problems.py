@@ -1,4 +1,11 @@
-"""RFC 9457 problem details: the one table from error class to HTTP status and problem `type`."""
+"""RFC 9457 problem details: the one place where errors become problem documents.
+
+A domain error names its kind, title and facts itself (`service.errors`); this module adds only
+what HTTP makes of it: the status (`STATUS`, by class) and `Retry-After` on 503. Litestar's own
+HTTP exceptions (404 route, 405, 415, invalid parameters) get a kind by status (`HTTP_TYPES`).
+Every answer is a `ProblemResponse` Struct, whether Litestar's exception handlers, the ASGI
+middleware (`send_raw`), the transport (`encode`) or a stream's last line sends it.
+"""
 
 from __future__ import annotations
 
@@ -19,29 +26,19 @@ from service.api.wire import ProblemResponse
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "/problems/"  # a relative URI reference; every type is listed in docs/api.md
 
-# error class -> (status, type, title); the first matching class (in MRO order) wins
-TABLE: dict[type[Exception], tuple[int, str, str]] = {
-    e.DisallowedSpecialError: (422, "disallowed-special-token", "Disallowed special token"),
-    e.UnknownSpecialError: (422, "unknown-special-token", "Unknown special token"),
-    e.UnknownIdError: (422, "unknown-token-id", "Unknown token id"),
-    e.UndecodableBytesError: (422, "undecodable-bytes", "Bytes are not valid UTF-8"),
-    e.SurrogateError: (422, "lone-surrogate", "Lone surrogate in text"),
-    e.StreamStateError: (422, "invalid-stream-state", "Invalid stream state"),
-    e.EngineFailureError: (422, "engine-failure", "The engine cannot encode this text"),
-    e.ChatInputError: (422, "invalid-message", "Invalid message"),
-    e.TemplateError: (422, "template-error", "The chat template raised"),
-    e.PriceMissingError: (422, "price-missing", "Price missing"),
-    e.ContextOverflowError: (422, "context-overflow", "Context window exceeded"),
-    e.InputError: (422, "invalid-input", "Invalid input"),
-    e.ModelNotFoundError: (404, "unknown-model", "Unknown model"),
-    e.TokenizerNotFoundError: (404, "unknown-tokenizer", "Unknown tokenizer"),
-    e.LimitExceededError: (413, "limit-exceeded", "Limit exceeded"),
-    e.NotReadyError: (503, "not-ready", "Not ready"),
-    e.TooManyStreamsError: (503, "too-many-streams", "Too many concurrent streams"),
-    e.RequestTimeoutError: (408, "request-timeout", "Request timeout"),
-    e.ReloadRefusedError: (409, "reload-refused", "Reload refused"),
-    e.ReloadUnavailableError: (503, "reload-unavailable", "Reload unavailable"),
-    e.ToksvcError: (400, "bad-request", "Bad request"),
+# the HTTP status of a domain error: the first class of its MRO listed here
+STATUS: dict[type[e.ToksvcError], int] = {
+    e.InputError: 422,
+    e.ModelNotFoundError: 404,
+    e.TokenizerNotFoundError: 404,
+    e.LimitExceededError: 413,
+    e.RequestTimeoutError: 408,
+    e.ReloadRefusedError: 409,
+    e.NotReadyError: 503,
+    e.TooManyStreamsError: 503,
+    e.TooManyLargeRequestsError: 503,
+    e.ReloadUnavailableError: 503,
+    e.ToksvcError: 400,
 }
 HTTP_TYPES = {
     400: ("invalid-body", "Malformed or invalid request"),
@@ -52,48 +49,35 @@ HTTP_TYPES = {
     415: ("unsupported-media-type", "Unsupported media type"),
     431: ("limit-exceeded", "Request header fields too large"),
 }
+RETRY_LATER = {"Retry-After": "1"}
 log = logging.getLogger("toksvc")
+_encode = msgspec.json.encode
 
 
-def problem(status: int, kind: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
-    return {"type": TYPE_BASE + kind, "title": title, "status": status, "detail": detail, **extra}
+def status_of(kind: type[e.ToksvcError]) -> int:
+    return next(STATUS[c] for c in kind.__mro__ if c in STATUS)
 
 
-def for_error(exc: e.ToksvcError) -> dict[str, Any]:
+def for_error(exc: e.ToksvcError) -> ProblemResponse:
     """The problem document of a domain error, with the facts it carries as extensions."""
-    status, kind, title = next(TABLE[c] for c in type(exc).__mro__ if c in TABLE)
-    extra: dict[str, Any] = {}
-    if isinstance(exc, e.DisallowedSpecialError):
-        extra = {"token": exc.token, "position": exc.position}
-    elif isinstance(exc, e.UnknownIdError):
-        extra = {"ids": exc.ids[:100]}
-    elif isinstance(exc, e.UndecodableBytesError):
-        extra = {"offset": exc.offset, "bytes": exc.data.hex()}
-    elif isinstance(exc, e.SurrogateError):
-        extra = {"position": exc.position}
-    elif isinstance(exc, e.UnknownSpecialError):
-        extra = {"tokens": exc.tokens}
-    elif isinstance(exc, e.ChatInputError):
-        extra = {"index": exc.index, "field": exc.field}
-    elif isinstance(exc, e.ContextOverflowError):
-        extra = {"needed": exc.needed, "context_window": exc.window}
-    elif isinstance(exc, e.PriceMissingError):
-        extra = {"missing": exc.missing}
-    elif isinstance(exc, e.TokenizerNotFoundError | e.ModelNotFoundError):
-        extra = {"available": exc.available}
-    elif isinstance(exc, e.LimitExceededError):
-        extra = {"limit": exc.limit}
-    elif isinstance(exc, e.ReloadRefusedError):
-        extra = {"failures": exc.failures[:100]}
-    return problem(status, kind, title, str(exc), **extra)
+    document = {"type": TYPE_BASE + exc.kind, "title": exc.title,
+                "status": status_of(type(exc)), "detail": str(exc), **exc.facts()}  # fmt: skip
+    return msgspec.convert(document, ProblemResponse)  # a fact the Struct lacks fails loudly
 
 
-def for_http(exc: HTTPException) -> dict[str, Any]:
-    kind, title = HTTP_TYPES.get(exc.status_code, ("http-error", "HTTP error"))
-    extra: dict[str, Any] = {}
-    if isinstance(exc, ValidationException):
-        extra["errors"] = validation_errors(exc)
-    return problem(exc.status_code, kind, title, str(exc.detail), **extra)
+def for_http(status: int, detail: str, **facts: Any) -> ProblemResponse:
+    kind, title = HTTP_TYPES.get(status, ("http-error", "HTTP error"))
+    return ProblemResponse(type=TYPE_BASE + kind, title=title, status=status, detail=detail,
+                           **facts)  # fmt: skip
+
+
+def invalid_body(detail: str) -> ProblemResponse:
+    """400 for a body (or a stream's line) that is not what the operation takes."""
+    return for_http(400, detail)
+
+
+def kind_of(problem: ProblemResponse) -> str:
+    return problem.type.removeprefix(TYPE_BASE)
 
 
 _AT_PATH = re.compile(r" - at `(\$[^`]*)`$")  # how msgspec names the place of a decoding error
@@ -112,82 +96,77 @@ def validation_errors(exc: ValidationException) -> list[dict[str, Any]]:
     return [{"message": message[: at.start()] if at else message, "key": key, "source": "body"}]
 
 
-def response(doc: dict[str, Any], headers: dict[str, str] | None = None) -> Response[bytes]:
-    return Response(
-        msgspec.json.encode(doc),
-        status_code=doc["status"],
-        media_type=PROBLEM_JSON,
-        headers=headers,
-    )
+def encode(problem: ProblemResponse) -> bytes:
+    return _encode(problem)
 
 
-async def send_raw(send: Send, doc: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+def headers_of(problem: ProblemResponse) -> dict[str, str] | None:
+    return RETRY_LATER if problem.status in (429, 503) else None
+
+
+def response(problem: ProblemResponse, headers: dict[str, str] | None = None) -> Response[bytes]:
+    return Response(_encode(problem), status_code=problem.status, media_type=PROBLEM_JSON,
+                    headers=headers or headers_of(problem))  # fmt: skip
+
+
+async def send_raw(send: Send, problem: ProblemResponse,
+                   headers: dict[str, str] | None = None) -> None:  # fmt: skip
     """Answer with a problem document from plain ASGI middleware (outside Litestar's handlers)."""
-    body = msgspec.json.encode(doc)
+    body = _encode(problem)
     head = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", b"%d" % len(body))]
-    head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": doc["status"], "headers": head})
+    extra = headers or headers_of(problem) or {}
+    head += [(k.lower().encode(), v.encode()) for k, v in extra.items()]
+    await send({"type": "http.response.start", "status": problem.status, "headers": head})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def retry_headers(status: int) -> dict[str, str] | None:
-    return {"Retry-After": "1"} if status in (429, 503) else None
+def _domain_handler(_: Request[Any, Any, Any], exc: e.ToksvcError) -> Response[bytes]:
+    return response(for_error(exc))
 
 
-def domain_handler(_: Request[Any, Any, Any], exc: e.ToksvcError) -> Response[bytes]:
-    doc = for_error(exc)
-    return response(doc, retry_headers(doc["status"]))
+def _http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    errors = validation_errors(exc) if isinstance(exc, ValidationException) else None
+    return response(for_http(exc.status_code, str(exc.detail), errors=errors), exc.headers)
 
 
-def http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
-    return response(for_http(exc), exc.headers)
-
-
-def internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return response(
-        problem(500, "internal-error", "Internal error", "an unexpected error; see logs")
-    )
+    problem = ProblemResponse(type=TYPE_BASE + "internal-error", title="Internal error",
+                              status=500, detail="an unexpected error; see logs")  # fmt: skip
+    return response(problem)
 
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
-    e.ToksvcError: domain_handler,
-    HTTPException: http_handler,
-    Exception: internal_handler,
+    e.ToksvcError: _domain_handler,
+    HTTPException: _http_handler,
+    Exception: _internal_handler,
 }
 
-
-# one example problem per documented status, shown on the docs page
-EXAMPLES: dict[int, tuple[str, dict[str, Any]]] = {
-    400: ("a body that is not what the operation takes", problem(
-        400, "invalid-body", HTTP_TYPES[400][1], "give exactly one of `text` or `texts`",
-        errors=[{"message": "give exactly one of `text` or `texts`", "key": "$", "source": "body"}],
-    )),
-    401: ("no or a wrong bearer token", problem(
-        401, "unauthorized", "Unauthorized", "a valid bearer token is required")),
-    404: ("no such tokenizer", problem(
-        404, "unknown-tokenizer", "Unknown tokenizer",
-        "no tokenizer 'cl100k' is loaded; available: cl100k_base@1, gpt2@1, o200k_base@1",
-        available=["cl100k_base@1", "gpt2@1", "o200k_base@1"])),
-    408: ("a body that arrives too slowly", problem(
-        408, "request-timeout", "Request timeout", "the request body did not arrive within 30 s")),
-    413: ("too many items in one request", problem(
-        413, "limit-exceeded", "Limit exceeded",
-        "items per batch exceeds the limit of 1024 (got 2000)", limit=1024)),
-    422: ("a special-token literal that is not allowed", problem(
-        422, "disallowed-special-token", "Disallowed special token",
-        "text contains the special token '<|endoftext|>' at character 0; pass it in "
-        "allowed_special to encode it as a special id, or disallowed_special=[] to encode it as "
-        "ordinary text",
-        token="<|endoftext|>", position=0)),
-    503: ("the store is still loading", problem(
-        503, "not-ready", "Not ready", "the tokenizer registry is not loaded yet; retry shortly")),
+# one example problem per documented status, shown on the docs page: real errors' documents
+_BODY = "give exactly one of `text` or `texts`"
+EXAMPLES: dict[int, tuple[str, ProblemResponse]] = {
+    400: ("a body that is not what the operation takes", for_http(
+        400, _BODY, errors=[{"message": _BODY, "key": "$", "source": "body"}])),
+    401: ("no or a wrong bearer token", for_http(401, "a valid bearer token is required")),
+    404: ("no such tokenizer", for_error(e.TokenizerNotFoundError(
+        "cl100k", ["cl100k_base@1", "gpt2@1", "o200k_base@1"]))),
+    408: ("a body that arrives too slowly", for_error(e.RequestTimeoutError(30))),
+    413: ("too many items in one request",
+          for_error(e.LimitExceededError("items per batch", 1024, 2000))),
+    422: ("a special-token literal that is not allowed",
+          for_error(e.DisallowedSpecialError("<|endoftext|>", 0))),
+    503: ("the store is still loading", for_error(e.NotReadyError())),
 }  # fmt: skip
+
+
+def _classes(root: type[e.ToksvcError]) -> list[type[e.ToksvcError]]:
+    """`root` and every subclass, children before their parent, in the order they are defined."""
+    return [c for sub in root.__subclasses__() for c in _classes(sub)] + [root]
 
 
 def types_of(status: int) -> list[str]:
     """Every problem `type` (without the base) this service answers with `status`."""
-    kinds = [kind for st, kind, _ in TABLE.values() if st == status]
+    kinds = [c.kind for c in _classes(e.ToksvcError) if status_of(c) == status]
     if status in HTTP_TYPES:
         kinds.append(HTTP_TYPES[status][0])
     return list(dict.fromkeys(kinds))
@@ -202,7 +181,9 @@ def documented(*statuses: int) -> dict[int, ResponseSpec]:
             description=f"problem details, `type` one of: {', '.join(types_of(status))}",
             media_type=PROBLEM_JSON,
             generate_examples=False,
-            examples=[Example(summary=EXAMPLES[status][0], value=EXAMPLES[status][1])],
+            examples=[
+                Example(summary=EXAMPLES[status][0], value=msgspec.to_builtins(EXAMPLES[status][1]))
+            ],
         )
         for status in statuses
     }

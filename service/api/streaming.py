@@ -39,14 +39,14 @@ from litestar.types import (
 
 from service.api import metrics, problems
 from service.api.budget import StreamBudget, run_work, send_within
+from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.lines import LineDecoder
 from service.api.metering import Meter, meter_for
-from service.api.openapi import operation
-from service.api.wire import ErrorsMode, StreamChunkRequest
+from service.api.openapi import DocumentedOperation
+from service.api.wire import ErrorsMode, ProblemResponse, StreamChunkRequest
 from service.api.worker import Worker, worker_of
 from service.bpe import StreamDecoder, Tokenizer
 from service.errors import LimitExceededError, ToksvcError, TooManyStreamsError
-from service.store.registry import LoadedTokenizer
 
 _chunk = msgspec.json.Decoder(StreamChunkRequest)
 STOPPING = "the server is shutting down; send the rest to another replica"
@@ -70,10 +70,10 @@ NDJSON = "application/x-ndjson"
     'problem response; after it, the stream ends with a line `{"error": <problem>}`. '
     "(The WebSocket form, `/v1/tokenizers/{ref}/decode/ws`, is described in docs/api.md.)",
     response_description="NDJSON lines of decoded text",
-    operation_class=operation(),
+    operation_class=DocumentedOperation,
 )
 async def decode_stream(
-    tokenizer: LoadedTokenizer, worker: Worker, errors: FromQuery[ErrorsMode] = "replace",
+    tokenizer: TokenizerDep, worker: WorkerDep, errors: FromQuery[ErrorsMode] = "replace",
     usage: FromQuery[bool] = False, model: FromQuery[str | None] = None,
 ) -> ASGIApp:  # fmt: skip
     """NDJSON in (`{"ids": [...]}` per line), NDJSON out (`{"text": ...}` per line, then
@@ -217,7 +217,7 @@ def _error_line(exc: Exception) -> bytes:
     if isinstance(exc, ToksvcError):
         doc = problems.for_error(exc)
     else:
-        doc = problems.problem(400, "invalid-body", "Malformed or invalid request", str(exc))
+        doc = problems.invalid_body(str(exc))
     return _encode({"error": doc}) + b"\n"
 
 
@@ -271,8 +271,7 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
         try:
             chunk = _chunk.decode(raw)
         except msgspec.MsgspecError as exc:
-            doc = problems.problem(400, "invalid-body", "Malformed or invalid request", str(exc))
-            return await _ws_fail(socket, doc, 1007)
+            return await _ws_fail(socket, problems.invalid_body(str(exc)), 1007)
         text = await step.text(chunk.ids)
         if chunk.final:
             done = step.meter.last(text + decoder.flush())
@@ -284,6 +283,6 @@ async def _ws_loop(socket: WebSocket[Any, Any, Any], step: _Step) -> None:
             return
 
 
-async def _ws_fail(socket: WebSocket[Any, Any, Any], doc: dict[str, Any], code: int) -> None:
+async def _ws_fail(socket: WebSocket[Any, Any, Any], doc: ProblemResponse, code: int) -> None:
     await socket.send_data(_encode({"error": doc}).decode())
-    await socket.close(code, doc["type"].rsplit("/", 1)[-1][:100])
+    await socket.close(code, problems.kind_of(doc)[:100])

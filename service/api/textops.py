@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from litestar import post
 from litestar.params import JSONBody
 
-from service.api import problems
-from service.api.bodies import strict_body
 from service.api.budget import run_work
+from service.api.catalog import ref_of
+from service.api.dependencies import TokenizerDep
 from service.api.models_wire import (
     ChunkOut,
     ChunkRequest,
@@ -15,24 +14,17 @@ from service.api.models_wire import (
     TruncateRequest,
     TruncateResponse,
 )
-from service.api.openapi import operation
-from service.api.routes import ref_of
+from service.api.openapi import json_post
 from service.models import textops
-from service.store.registry import LoadedTokenizer
 
 
-@post("/v1/tokenizers/{ref:str}/truncate", status_code=200,
-      opt={"operation": "truncate", "body": TruncateRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
-      summary="Truncate text to a token budget", description="The longest prefix (`keep: "
-      "start`, the default) or suffix (`keep: end`) of whole characters that encodes to at most "
-      "`max_tokens` tokens, with its count and its [start, end) in the text in code points. "
-      "Special-token literals count as ordinary text.",
-      response_description="the kept text, its count and offsets",
-      operation_class=operation(TruncateRequest))  # fmt: skip
-async def truncate(tokenizer: LoadedTokenizer, data: JSONBody[TruncateRequest]) -> TruncateResponse:
-    """The longest prefix (`keep: start`) or suffix (`end`) of whole characters with at most
-    `max_tokens` tokens (special-token literals count as ordinary text)."""
+@json_post("/v1/tokenizers/{ref:str}/truncate", name="truncate", tag="text budgets",
+           summary="Truncate text to a token budget",
+           returns="the kept text, its count and offsets")  # fmt: skip
+async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> TruncateResponse:
+    """The longest prefix (`keep: start`, the default) or suffix (`keep: end`) of whole characters
+    that encodes to at most `max_tokens` tokens, with its count and its [start, end) in the text in
+    code points. Special-token literals count as ordinary text."""
     cut = await run_work(
         len(data.text),
         lambda: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep),
@@ -41,18 +33,13 @@ async def truncate(tokenizer: LoadedTokenizer, data: JSONBody[TruncateRequest]) 
                             start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
 
 
-@post("/v1/tokenizers/{ref:str}/chunk", status_code=200,
-      opt={"operation": "chunk", "body": ChunkRequest}, before_request=strict_body,
-      responses=problems.documented(400, 404, 408, 413, 422, 503), tags=["text budgets"],
-      summary="Split text into token-bounded chunks", description="Chunks of at most "
-      "`max_tokens` tokens that cover the text, in order, with code point offsets; each chunk "
-      "after the first repeats the longest end of the previous one with at most `overlap` "
-      "tokens. Special-token literals count as ordinary text.",
-      response_description="the chunks, in order",
-      operation_class=operation(ChunkRequest))  # fmt: skip
-async def chunk(tokenizer: LoadedTokenizer, data: JSONBody[ChunkRequest]) -> ChunkResponse:
-    """Chunks of at most `max_tokens` tokens that cover the text, with code point offsets; each
-    after the first repeats the longest end of the previous one with at most `overlap` tokens."""
+@json_post("/v1/tokenizers/{ref:str}/chunk", name="chunk", tag="text budgets",
+           summary="Split text into token-bounded chunks",
+           returns="the chunks, in order")  # fmt: skip
+async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkResponse:
+    """Chunks of at most `max_tokens` tokens that cover the text, in order, with code point offsets;
+    each chunk after the first repeats the longest end of the previous one with at most `overlap`
+    tokens. Special-token literals count as ordinary text."""
     cuts = await run_work(
         len(data.text),
         lambda: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap),

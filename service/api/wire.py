@@ -34,7 +34,7 @@ _IDS_OUT = "the token ids, in order"
 _STATE = "opaque stream state: pass the previous step's `state` back, null to start"
 
 
-class _Request(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     pass
 
 
@@ -65,7 +65,7 @@ _PIECES = 'each token\'s text, or `{"base64"}` where its bytes are not valid UTF
 _OFFSETS = "each token's [start, end) in the text (code points, or UTF-16 units on request)"
 
 
-class TextsRequest(_Request, frozen=True):
+class TextsRequest(RequestBody, frozen=True):
     """Exactly one of `text` or `texts`. Special tokens follow tiktoken's policy."""
 
     text: Annotated[str | None, doc(_TEXT, "Hello, world")] = None
@@ -127,7 +127,7 @@ class CountResponse(_Response, frozen=True):
     total: Annotated[int | None, doc("sum of `counts`", 7)] = None
 
 
-class DecodeRequest(_Request, frozen=True):
+class DecodeRequest(RequestBody, frozen=True):
     """Exactly one of `ids` or `batch`; `output: "base64"` returns the raw bytes instead of text."""
 
     ids: Annotated[
@@ -167,7 +167,7 @@ class DecodeResponse(_Response, frozen=True):
     results: Annotated[list[DecodeResult] | None, doc("one result per entry of `batch`")] = None
 
 
-class DecodeStepRequest(_Request, frozen=True):
+class DecodeStepRequest(RequestBody, frozen=True):
     """One step of a stateless stream: pass back the previous step's `state` (null to start)."""
 
     ids: Annotated[Ids, doc("the ids generated since the last step", [9468])] = msgspec.field(
@@ -186,7 +186,7 @@ class DecodeStepResponse(_Response, frozen=True):
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
 
 
-class StreamChunkRequest(_Request, frozen=True):
+class StreamChunkRequest(RequestBody, frozen=True):
     """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`."""
 
     ids: Annotated[Ids, doc("the ids generated since the last line", [9468])] = msgspec.field(
@@ -290,7 +290,7 @@ class HealthResponse(_Response, frozen=True):
     ] = None
 
 
-class ProblemResponse(Struct, frozen=True, kw_only=True):
+class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """RFC 9457 problem details (`application/problem+json`). Extension members name the facts;
     which ones a problem carries depends on its `type` (listed in docs/api.md)."""
 
@@ -310,7 +310,7 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
         list[str] | None,
         doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
     ] = None
-    limit: Annotated[float | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
+    limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
     token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
         None
     )
@@ -326,6 +326,14 @@ class ProblemResponse(Struct, frozen=True, kw_only=True):
     offset: Annotated[int | None, doc("undecodable-bytes: byte offset of the bad bytes")] = None
     bytes: Annotated[str | None, doc("undecodable-bytes: the bytes, hex", "f09f")] = None
     failures: Annotated[list[str] | None, doc("not-ready on /readyz: files that failed")] = None
+    index: Annotated[
+        int | msgspec.UnsetType | None,
+        doc("invalid-message: the index of the message (null: the request as a whole)", 1),
+    ] = msgspec.UNSET
+    field: Annotated[str | None, doc("invalid-message: the field at fault", "role")] = None
+    needed: Annotated[int | None, doc("context-overflow: input plus output tokens", 9010)] = None
+    context_window: Annotated[int | None, doc("context-overflow: the model's window", 8192)] = None
+    missing: Annotated[str | None, doc("price-missing: which price is missing", "output")] = None
 
 
 class ReloadResponse(_Response, frozen=True):
@@ -344,7 +352,7 @@ _PATTERN = (
 )
 
 
-class ExplainRequest(_Request, frozen=True):
+class ExplainRequest(RequestBody, frozen=True):
     """A short text to explain, as ordinary text (special-token literals are plain characters)."""
 
     text: Annotated[str, doc("the text, at most 256 characters (413 beyond)", "cat")]
@@ -405,7 +413,7 @@ class ExplainResponse(_Response, frozen=True):
     ] = None
 
 
-class TrainRequest(_Request, frozen=True):
+class TrainRequest(RequestBody, frozen=True):
     """A text to train a small `pairs` tokenizer on."""
 
     text: Annotated[str, doc("the training text, at most 20,000 UTF-8 bytes", "low lower lowest")]

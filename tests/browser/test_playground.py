@@ -8,56 +8,18 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from service.bpe import PythonEngine, Tokenizer
 from service.bpe.explain import inline_vocabulary
 from service.store.presets import PATTERNS
-from tests.serverproc import Server
+from tests.browser.conftest import Watched
 
 pytestmark = pytest.mark.browser
 
 EMOJI_TEXT = "I 🦜 parrots"  # cl100k splits the parrot's four bytes over three ids
-
-
-@dataclass
-class Watched:
-    page: Page
-    base: str
-    requests: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    # API problem statuses a test provokes on purpose (Chromium logs each as a console error)
-    expected_statuses: set[int] = field(default_factory=set)
-
-    def api(self, path: str, body: dict[str, Any]) -> Any:
-        response = httpx.post(f"{self.base}{path}", json=body, timeout=30)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-
-@pytest.fixture
-def pg(page: Page, server: Server) -> Iterator[Watched]:
-    """The playground, opened through `GET /` (which redirects), with requests and console
-    errors recorded; after the test, every request went to the server and no error was logged."""
-    w = Watched(page, server.base)
-    page.on("request", lambda r: w.requests.append(r.url))
-    page.on("console", lambda m: w.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: w.errors.append(str(e)))
-    page.goto(f"{server.base}/")
-    assert urlsplit(page.url).path == "/playground"
-    expect(page.locator("#count-tokens")).not_to_have_text("\u2013")  # no count yet: a dash
-    yield w
-    hosts = {urlsplit(u).netloc for u in w.requests if not u.startswith("data:")}
-    assert hosts == {f"127.0.0.1:{server.port}"}, w.requests
-    expected = tuple(f"the server responded with a status of {s} " for s in w.expected_statuses)
-    assert [e for e in w.errors if not (expected and any(x in e for x in expected))] == []
 
 
 def shown_count(pg: Watched, ref: str, text: str) -> int:

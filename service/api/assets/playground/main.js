@@ -1,10 +1,11 @@
 // Shared state (text, tokenizer, special-token policy) and the panels that listen to it.
-// A panel is a module with `init(state)`; a chat-and-cost panel can be added the same way.
+// A panel is a module with `init(state)`; the chat panel has its own state (model, messages).
 import { call, debounce } from "./api.js";
 import * as tokens from "./tokens.js";
 import * as compare from "./compare.js";
 import * as stepper from "./stepper.js";
 import * as stream from "./stream.js";
+import * as chat from "./chat.js";
 
 const PREFERRED = ["cl100k_base", "o200k_base", "qwen2", "gpt2"];
 
@@ -30,6 +31,7 @@ async function start() {
   const policy = document.getElementById("policy");
   const text = document.getElementById("text");
   const info = document.getElementById("tokinfo");
+  chat.init(); // loads the models while the tokenizer list loads
 
   const { tokenizers } = await call("/v1/tokenizers");
   tokenizers.sort((a, b) => a.ref.localeCompare(b.ref, "en", { numeric: true }));

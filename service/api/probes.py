@@ -1,0 +1,38 @@
+"""Liveness and readiness, for load balancers and orchestrators."""
+
+from __future__ import annotations
+
+from service.api import lifecycle
+from service.api.dependencies import WorkerDep
+from service.api.openapi import json_get
+from service.api.wire import HealthResponse
+from service.errors import NotReadyError
+from service.store.engines import native_missing_warning
+
+
+@json_get("/healthz", name="health", tag="probes", summary="Liveness", returns="alive",
+          problems=())  # fmt: skip
+def healthz() -> HealthResponse:
+    """200 while the process runs, even while the store loads."""
+    return HealthResponse(status="ok")
+
+
+@json_get("/readyz", name="health", tag="probes", summary="Readiness",
+          returns="ready to serve")  # fmt: skip
+def readyz(worker: WorkerDep) -> HealthResponse:
+    """200 once the store is loaded and this worker serves; 503 (problem, with `Retry-After` and the
+    files that failed) before that."""
+    registry = worker.registry
+    if registry is None or not registry.complete:
+        failures = [str(f) for f in registry.failures] if registry is not None else []
+        serving = registry is not None and len(registry) > 0
+        raise NotReadyError(failures, serving=serving)
+    warning = native_missing_warning()  # ready, but slow: say so where operators look
+    workers, loaded = lifecycle.workers_loaded(worker)
+    return HealthResponse(status="ready", tokenizers=len(registry),
+                          engine="python" if warning else "native",
+                          warnings=[warning] if warning else None,
+                          workers=workers, workers_loaded=loaded)  # fmt: skip
+
+
+ROUTES = [healthz, readyz]
