@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import msgspec
+import serving
 
 from service.runtime import load_registry
 from service.settings import Settings
@@ -41,41 +42,31 @@ def texts(size: int, count: int) -> list[str]:
     return [corpus[i * step : i * step + size] for i in range(count)]
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(command: list[str], port: int) -> subprocess.Popen[bytes]:
-    """Start a server and wait until every worker answers (20 good answers in a row, each on a
-    new connection, so that the kernel spreads them over the workers)."""
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_floor(workers: int) -> serving.Server:
+    """The floor app under plain uvicorn. It has no store and no /readyz: ready once it answers
+    20 times in a row, each on a new connection, so that the kernel spreads them over the workers.
+    (toksvc itself is started by `serving.start`, which waits for its own readiness signal.)"""
+    port = serving.free_port()
+    proc = subprocess.Popen([*UVICORN, "loadtests.floor_app:app", "--workers", str(workers),
+                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                             "--no-access-log"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    server = serving.Server(f"http://127.0.0.1:{port}", port, proc)
     deadline = time.monotonic() + 90
     streak = 0
     while time.monotonic() < deadline and streak < 20:
         try:
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/tokenizers/{TOKENIZER}/count",
-                           json={"text": "x"}, timeout=2)  # fmt: skip
+            r = httpx.post(f"{server.base}/v1/tokenizers/{TOKENIZER}/count", json={"text": "x"},
+                           timeout=2)  # fmt: skip
             streak = streak + 1 if r.status_code == 200 else 0
         except httpx.HTTPError:
             streak = 0
         if streak == 0:
             time.sleep(0.3)
     if streak >= 20:
-        return proc
-    proc.kill()
-    raise RuntimeError(f"{command} did not start")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        return server
+    serving.stop(server)
+    raise RuntimeError("the floor app did not start")
 
 
 def wrk(port: int, bodies: Path, connections: int, seconds: int) -> dict[str, float]:
@@ -124,20 +115,18 @@ def main() -> None:
     # The text cache is off, so every request does the full work (these texts never repeat anyway).
     env_off = {"TOKSVC_TEXT_CACHE_BYTES": "0"}
     os.environ.update(env_off)
-    servers = {
-        "floor, 1 worker": [*UVICORN, "loadtests.floor_app:app", "--workers", "1"],
-        "toksvc, 1 worker": [sys.executable, "-m", "service", "serve", "--workers", "1"],
-        "toksvc, 2 workers": [sys.executable, "-m", "service", "serve", "--workers", "2"],
-        "floor, 2 workers": [*UVICORN, "loadtests.floor_app:app", "--workers", "2"],
+    servers = {  # (floor or toksvc, workers)
+        "floor, 1 worker": ("floor", 1),
+        "toksvc, 1 worker": ("toksvc", 1),
+        "toksvc, 2 workers": ("toksvc", 2),
+        "floor, 2 workers": ("floor", 2),
     }
     table = []
     print(f"\n{'server':<20} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
           f"{'errors':>6}")  # fmt: skip
-    for name, command in servers.items():
-        port = free_port()
-        proc = start([*command, "--host", "127.0.0.1", "--port", str(port),
-                      *(["--log-level", "warning", "--no-access-log"] if command[:3] == UVICORN
-                        else [])], port)  # fmt: skip
+    for name, (kind, workers) in servers.items():
+        server = start_floor(workers) if kind == "floor" else serving.start(workers=workers)
+        port = server.port
         try:
             for label in SIZES:
                 r = wrk(port, bodies[label], CONNECTIONS[label], args.seconds)
@@ -147,7 +136,7 @@ def main() -> None:
                       f"{r['p50_ms']:>8.2f} {r['p99_ms']:>9.2f} {r['errors'] + r['non2xx']:>6.0f}",
                       flush=True)  # fmt: skip
         finally:
-            stop(proc)
+            serving.stop(server)
     results["runs"] = table
 
     def rps(server: str, size: str) -> float:

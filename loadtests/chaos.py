@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-from serving import ready, serve, small_store
+import serving
 
 TOKEN = "chaos-admin-token"
 
@@ -59,26 +59,6 @@ def workers(pid: int) -> list[int]:
         except OSError:  # gone meanwhile
             pass
     return found
-
-
-def loaded(pid: int) -> bool:
-    """Has this worker published its registry (its `toksvc_store_loaded` file exists)?"""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    dirs = [v.split(b"=", 1)[1] for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
-    return bool(dirs) and (Path(dirs[0].decode()) / f"gauge_min_{pid}.db").exists()
-
-
-def wait_until_all_ready(pid: int, n: int, seconds: float = 60) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready = [w for w in workers(pid) if loaded(w)]
-        if len(ready) >= n:
-            return ready
-        time.sleep(0.2)
-    return workers(pid)
 
 
 class Run:
@@ -161,21 +141,13 @@ class Run:
                 pass
 
 
-def start(store: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str, int]:
+def start(store: Path, log_path: Path) -> serving.Server:
     env = {**os.environ, "TOKSVC_STORE": str(store), "TOKSVC_ADMIN_TOKEN": TOKEN,
            "TOKSVC_WRITE_SECONDS": "3", "TOKSVC_MAX_STREAM_SECONDS": "20"}  # fmt: skip
-    with log_path.open("wb") as log:
-        proc, base, port = serve("--workers", "2", env=env, log=log)
-    ready_by = time.monotonic() + 120
-    while True:
-        if proc.poll() is not None or time.monotonic() > ready_by:
-            proc.kill()
-            sys.exit(f"the service did not start; see {log_path}")
-        if len(workers(proc.pid)) == 2 and ready(base):
-            break
-        time.sleep(0.5)
-    time.sleep(3)  # both workers loaded
-    return proc, base, port
+    try:
+        return serving.start(workers=2, env=env, log=log_path.open("w+b"))
+    except RuntimeError:
+        sys.exit(f"the service did not start; see {log_path}")
 
 
 class Chaos:
@@ -192,8 +164,8 @@ class Chaos:
     def act(self, action: str) -> None:
         run, proc = self.run, self.proc
         if action == "kill":
-            ready = wait_until_all_ready(proc.pid, 2)  # one kill at a time, as an OOM kill
-            os.kill(random.choice(ready), signal.SIGKILL)
+            serving.wait_ready(run.base, 60)  # one kill at a time, as an OOM kill: both loaded
+            os.kill(random.choice(workers(proc.pid)), signal.SIGKILL)
         elif action == "refuse":  # the file no longer matches its pin
             self.file.write_bytes(self.good.replace(b"[", b"{", 1))
             r = httpx.post(f"{run.base}/admin/reload", timeout=60,
@@ -222,8 +194,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=6)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="toksvc-chaos-"))
-    proc, base, port = start(small_store(tmp), tmp / "server.log")
-    run = Run(base, port, args.seconds)
+    server = start(serving.small_store(tmp), tmp / "server.log")
+    proc = server.process
+    run = Run(server.base, server.port, args.seconds)
     chaos = Chaos(run, proc, tmp / "store")
     threads = [threading.Thread(target=run.load, args=(i,)) for i in range(args.threads)]
     threads.append(threading.Thread(target=run.probe))
@@ -241,12 +214,7 @@ def main() -> int:
         t.join(timeout=30)
     chaos.file.write_bytes(chaos.good)
     alive = proc.poll() is None
-    proc.send_signal(signal.SIGTERM)
-    try:
-        status = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        status = proc.wait()
+    status = serving.stop(server, 30)
     text = (tmp / "server.log").read_text(errors="replace")
     total = sum(run.codes.values()) + sum(run.errors.values())
     five = sum(n for code, n in run.codes.items() if code >= 500)

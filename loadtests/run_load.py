@@ -10,37 +10,15 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-import httpx
+import serving
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_ready(base: str, workers: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    streak = 0
-    while streak < 10 * workers:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            sys.exit("the service did not become ready")
-        try:
-            streak = streak + 1 if httpx.get(f"{base}/readyz", timeout=2).status_code == 200 else 0
-        except httpx.HTTPError:
-            streak = 0
-        if not streak:
-            time.sleep(0.3)
 
 
 def main() -> int:
@@ -57,16 +35,13 @@ def main() -> int:
                         help="seconds of the run that count as warm-up for memory growth")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(args.workers)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    sampler = RssSampler(server.pid, args.rss_every, args.out / "rss.csv")
     try:
-        wait_ready(base, args.workers, server)
+        server = serving.start(workers=args.workers)
+    except RuntimeError as exc:
+        sys.exit(f"the service did not become ready: {exc}")
+    base = server.base
+    sampler = RssSampler(server.process.pid, args.rss_every, args.out / "rss.csv")
+    try:
         if args.rss_every:
             sampler.start()
         subprocess.run(
@@ -80,11 +55,7 @@ def main() -> int:
         )  # fmt: skip
     finally:
         sampler.stop()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        serving.stop(server, 30)
     code = summarize(args.out / "run_stats.csv", args.p99_ms, args.workers, args.users)
     if args.rss_every:
         sampler.report(args.warmup)

@@ -15,15 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from service.bpe import Engine, PythonEngine, Vocabulary, native
 from service.bpe.cache import TextCache
+from service.settings import Engine as EngineChoice
 from service.settings import Settings
 from service.store.presets import PATTERNS
 from service.store.registry import EngineFactory, Registry, load_store
 
-EngineChoice = Literal["auto", "python"]
 log = logging.getLogger("toksvc")
 
 # a shipped pattern -> the name of the C scanner that splits exactly as it does
@@ -68,7 +67,7 @@ def load_registry(
     caches the settings ask for; `only` loads the versions of one name."""
     return load_store(
         settings.stores if stores is None else stores,
-        engine_factory(settings.engine, settings.piece_cache_size),  # type: ignore[arg-type]
+        engine_factory(settings.engine, settings.piece_cache_size),
         only=only,
         text_cache=text_cache(settings),
     )

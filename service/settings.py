@@ -1,21 +1,22 @@
-"""Settings, read once from the environment (prefix TOKSVC_) and passed down."""
+"""Settings, read once from the environment (prefix TOKSVC_) and passed down.
+
+`Settings` is a frozen msgspec Struct: each field's type and bounds are declared beside it, and
+`from_env` hands the raw TOKSVC_* strings to `msgspec.convert(..., strict=False)`, which parses
+and checks them; a value that does not fit is one `ConfigError` line naming the variable.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
 
 from service.errors import ConfigError
-
-
-def _bool(raw: str) -> bool:
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(raw)
 
 
 def _bundled_store() -> Path:
@@ -43,84 +44,88 @@ def is_bundled(store: Path) -> bool:
     return store.resolve() == BUNDLED_STORE
 
 
-_POSITIVE = {
-    "workers",
-    "max_body_bytes",
-    "max_batch_items",
-    "max_ids_per_request",
-    "max_stream_ids",
-    "max_stream_seconds",
-    "ws_idle_seconds",
-    "max_streams_per_worker",
-    "max_output_bytes",
-    "write_seconds",
-    "max_header_bytes",
-    "header_seconds",
-    "max_large_requests",
-}
+Count = Annotated[int, Meta(ge=0)]
+Positive = Annotated[int, Meta(ge=1)]
+Seconds = Annotated[float, Meta(ge=0)]
+AtLeastASecond = Annotated[float, Meta(ge=1)]
+Port = Annotated[int, Meta(ge=0, le=65535)]
+Engine = Literal["auto", "python"]  # auto: the native engine (C) if built; python: the reference
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
     stores: tuple[Path, ...] = (BUNDLED_STORE,)  # TOKSVC_STORE, see parse_stores
     host: str = "127.0.0.1"
-    port: int = 8000
-    workers: int = 1
-    engine: str = "auto"  # auto: the native engine (C) if built, else the reference; python: ref.
-    piece_cache_size: int = 65536  # encoded pieces kept per tokenizer by the Python engine (LRU)
-    text_cache_bytes: int = 64 * 1024 * 1024  # whole texts -> ids, shared by all tokenizers
+    port: Port = 8000
+    workers: Positive = 1
+    engine: Engine = "auto"
+    piece_cache_size: Count = 65536  # encoded pieces kept per tokenizer by the Python engine (LRU)
+    text_cache_bytes: Count = 64 * 1024 * 1024  # whole texts -> ids, shared by all tokenizers
     # request limits, enforced before any work is done
-    max_body_bytes: int = 8 * 1024 * 1024
-    max_batch_items: int = 1024
-    max_ids_per_request: int = 1_000_000
-    max_stream_ids: int = 1_000_000
-    max_stream_seconds: float = 600.0
-    ws_idle_seconds: float = 60.0
-    body_seconds: float = 30.0  # a JSON request body must arrive within this time
-    max_streams_per_worker: int = 256
+    max_body_bytes: Positive = 8 * 1024 * 1024
+    max_batch_items: Positive = 1024
+    max_ids_per_request: Positive = 1_000_000
+    max_stream_ids: Positive = 1_000_000
+    max_stream_seconds: AtLeastASecond = 600.0
+    ws_idle_seconds: AtLeastASecond = 60.0
+    body_seconds: Seconds = 30.0  # a JSON request body must arrive within this time
+    max_streams_per_worker: Positive = 256
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")
-    max_output_bytes: int = 16 * 1024 * 1024  # decoded bytes one decode request may produce
-    write_seconds: float = 30.0  # a client that reads nothing for this long is disconnected
-    max_header_bytes: int = 64 * 1024  # request line and headers; more gets 431
-    header_seconds: float = 10.0  # the request line and headers must arrive within this time
-    large_request_bytes: int = 1024 * 1024  # a body over this is a "large request"
-    max_large_requests: int = 2  # large requests worked on at once per worker; more get 503
+    max_output_bytes: Positive = 16 * 1024 * 1024  # decoded bytes one decode request may produce
+    write_seconds: AtLeastASecond = 30.0  # a client that reads nothing this long is disconnected
+    max_header_bytes: Positive = 64 * 1024  # request line and headers; more gets 431
+    header_seconds: AtLeastASecond = 10.0  # the request line and headers must arrive in this time
+    large_request_bytes: Count = 1024 * 1024  # a body over this is a "large request"
+    max_large_requests: Positive = 2  # large requests worked on at once per worker; more get 503
     api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off
-    state_dir: str = ""  # set by `toksvc serve`: shared by its workers
-    supervised: bool = False  # set by `toksvc serve` when uvicorn supervises several workers
     playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
-    supervisor_pid: int = 0  # set by `toksvc serve`: a worker whose parent is no longer it exits
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for f in fields(cls):
-            env_name = "TOKSVC_STORE" if f.name == "stores" else f"TOKSVC_{f.name.upper()}"
-            raw = env.get(env_name)
-            if raw is None or raw == "":
+        raw: dict[str, Any] = {}
+        for name in cls.__struct_fields__:
+            value = env.get(env_name(name))
+            if value is None or value == "":
                 continue
-            kind: type = type(f.default)
+            raw[name] = _BOOL_WORDS.get(value.lower(), value) if name in _BOOLS else value
+        if "stores" in raw:
             try:
-                if f.name == "stores":
-                    values[f.name] = parse_stores(raw)
-                else:
-                    values[f.name] = _bool(raw) if kind is bool else kind(raw)
+                raw["stores"] = [str(p) for p in parse_stores(raw["stores"])]
             except ValueError:
-                what = "list of store folders" if f.name == "stores" else kind.__name__
-                raise ConfigError(f"{env_name}={raw!r} is not a valid {what}") from None
-        settings = cls(**values)  # type: ignore[arg-type]
-        if settings.engine not in ("auto", "python"):
-            raise ConfigError(f"TOKSVC_ENGINE={settings.engine!r}: use auto or python")
-        for name, value in values.items():
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and value < (1 if name in _POSITIVE else 0)
-            ):
-                raise ConfigError(f"TOKSVC_{name.upper()}={value} is out of range")
-        return settings
+                what = f"TOKSVC_STORE={env['TOKSVC_STORE']!r}"
+                raise ConfigError(f"{what} is not a valid list of store folders") from None
+        try:
+            return msgspec.convert(raw, cls, strict=False, dec_hook=path_hook)
+        except msgspec.ValidationError as exc:
+            raise _config_error(exc, env) from None
+
+
+def env_name(field: str) -> str:
+    """The environment variable a field is read from."""
+    return "TOKSVC_STORE" if field == "stores" else f"TOKSVC_{field.upper()}"
+
+
+_BOOLS = {f.name for f in msgspec.structs.fields(Settings) if f.type is bool}
+_BOOL_WORDS = {"yes": "true", "on": "true", "no": "false", "off": "false"}
+_AT_FIELD = re.compile(r"^(?P<why>.*) - at `\$\.(?P<field>\w+)")
+
+
+def path_hook(kind: type, value: Any) -> Any:
+    """msgspec's dec_hook for the store folders (msgspec has no Path type of its own)."""
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError
+
+
+def _config_error(exc: msgspec.ValidationError, env: Mapping[str, str]) -> ConfigError:
+    """msgspec's "Expected `int` >= 1, got `0` - at `$.workers`" as one line about the variable."""
+    found = _AT_FIELD.match(str(exc))
+    if found is None:
+        return ConfigError(f"settings: {exc}")
+    name = env_name(found["field"])
+    why = found["why"][:1].lower() + found["why"][1:]
+    return ConfigError(f"{name}={env.get(name, '')!r} is not valid: {why}")

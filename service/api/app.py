@@ -1,10 +1,9 @@
-"""The Litestar application: lifespan loads the registry, `app.state` carries it to handlers."""
+"""The Litestar application: its lifespan is the worker's life (`service.api.lifecycle`), and
+`app.state` carries the typed `Worker` to handlers."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
@@ -12,25 +11,25 @@ from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 
 from service.api import (
+    admin,
     auth,
     catalog,
     decoding,
     docs,
     encoding,
     explain,
+    lifecycle,
     metrics,
     models,
     playground,
     probes,
     problems,
-    reload,
-    supervisor,
     textops,
 )
 from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
-from service.api.lifecycle import watch_stop
+from service.api.handoff import Handoff, received
 from service.api.ndjson import decode_stream
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.websocket import decode_ws
@@ -46,18 +45,9 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     accepts a connection, so a worker that (re)starts never answers before it can serve; if no
     tokenizer loads, the worker does not start; if some files fail, `/readyz` answers 503 (and in
     strict mode the worker exits)."""
-    settings = settings or Settings.from_env()
-
-    @asynccontextmanager
-    async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        if worker.registry is None:
-            worker.registry = await reload.initial_load(settings)
-            reload.on_sighup(worker)
-        watch_stop(worker)
-        watch = supervisor.watch_supervisor(settings)  # noqa: F841 (the task lives as long as the app)
-        yield
-
-    worker = Worker(settings, registry)
+    handoff = received() if settings is None else Handoff(settings=settings)
+    settings = handoff.settings
+    worker = Worker(settings, registry, process=handoff.process)
     if registry is not None:
         metrics.publish_registry(registry)
     return Litestar(
@@ -70,7 +60,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             *textops.ROUTES,
             decode_stream,
             decode_ws,
-            reload.admin_reload,
+            admin.admin_reload,
             metrics.MetricsController,
             docs.assets_router(),
             *explain.ROUTES,
@@ -79,7 +69,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         state=State({KEY: worker}),
         dependencies=DEPENDENCIES,
         signature_types=SIGNATURE_TYPES,
-        lifespan=[lifespan],
+        lifespan=[lifecycle.running],
         exception_handlers=problems.EXCEPTION_HANDLERS,
         plugins=[StrictStructSchemaPlugin(), StrictBodies()],
         request_class=BodyRequest,

@@ -11,7 +11,8 @@
   unblocks the handler's `send()`. A slow reader that makes progress resets the clock.
 
 `toksvc serve` passes these classes to uvicorn (`http=`, `ws=`); uvicorn imports them by name in
-each worker, so their limits are read from the environment once per process.
+each worker, so each worker reads their limits once, from what `toksvc serve` handed it
+(`service.api.handoff`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from service.api import problems
+from service.api.handoff import received
 from service.settings import Settings
 
 log = logging.getLogger("toksvc")
@@ -37,7 +39,7 @@ class _HeadTooLargeError(httptools.HttpParserError):
 
 @functools.cache
 def _settings() -> Settings:
-    return Settings.from_env()
+    return received().settings
 
 
 class _WriteDeadline:

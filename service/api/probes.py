@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.api import lifecycle
 from service.api.dependencies import WorkerDep
 from service.api.openapi import json_get
 from service.api.wire import HealthResponse
@@ -27,9 +28,11 @@ def readyz(worker: WorkerDep) -> HealthResponse:
         serving = registry is not None and len(registry) > 0
         raise NotReadyError(failures, serving=serving)
     warning = native_missing_warning()  # ready, but slow: say so where operators look
+    workers, loaded = lifecycle.workers_loaded(worker)
     return HealthResponse(status="ready", tokenizers=len(registry),
                           engine="python" if warning else "native",
-                          warnings=[warning] if warning else None)  # fmt: skip
+                          warnings=[warning] if warning else None,
+                          workers=workers, workers_loaded=loaded)  # fmt: skip
 
 
 ROUTES = [healthz, readyz]

@@ -10,9 +10,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import uvicorn
 
 from service.api.connection import GuardedHttpProtocol, GuardedWebSocketProtocol
+from service.api.handoff import Handoff, WorkerProcess, hand_on
 from service.api.supervisor import STARTUP_FAILURE, Supervisor
 from service.settings import Settings
 
@@ -20,15 +22,17 @@ from service.settings import Settings
 def serve(
     settings: Settings, *, stores: Sequence[Path], host: str, port: int, workers: int
 ) -> None:
-    # Workers read their settings from the environment, so pass the command line's choices on.
-    os.environ["TOKSVC_STORE"] = os.pathsep.join(map(str, stores))
+    """Serve `settings` with the command line's choices; the workers receive exactly these
+    settings, typed (`service.api.handoff`), and never read the environment again."""
+    settings = msgspec.structs.replace(settings, stores=tuple(stores), host=host, port=port,
+                                       workers=workers)  # fmt: skip
     # prometheus_client's multiprocess mode: every worker writes its samples to files in this
     # directory and /metrics sums them; it must be set before any worker imports the client.
     state_dir = tempfile.mkdtemp(prefix="toksvc-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = state_dir
-    os.environ["TOKSVC_STATE_DIR"] = state_dir
-    os.environ["TOKSVC_SUPERVISED"] = "1" if workers > 1 else "0"
-    os.environ["TOKSVC_SUPERVISOR_PID"] = str(os.getpid()) if workers > 1 else "0"
+    process = WorkerProcess(state_dir=state_dir, workers=workers,
+                            supervisor_pid=os.getpid() if workers > 1 else 0)  # fmt: skip
+    hand_on(Handoff(settings=settings, process=process))
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler
     # that was there before it: make that a normal exit, so the state directory is removed and a
     # stop that went well exits 0.
@@ -50,7 +54,7 @@ def serve(
     )
     try:
         if workers > 1:
-            supervisor = Supervisor(config, sockets=[config.bind_socket()])
+            supervisor = Supervisor(config, sockets=[config.bind_socket()], process=process)
             supervisor.run()
             if supervisor.exit_code:
                 sys.exit(supervisor.exit_code)

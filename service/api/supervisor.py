@@ -13,13 +13,12 @@ restart-on-failure policy never saw. `Supervisor` instead:
 - on SIGHUP reloads the store inside every worker (replacing workers was measured to fail a
   request now and then).
 
-A worker watches its parent (`watch_supervisor`): when the supervisor is gone it shuts down
-gracefully instead of serving on as an orphan that nobody restarts or reloads.
+A worker watches its parent (`service.api.lifecycle.watch_supervisor`): when the supervisor is
+gone it shuts down gracefully instead of serving on as an orphan that nobody restarts or reloads.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -29,18 +28,18 @@ import time
 from uvicorn.config import Config
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
-from service.settings import Settings
+from service.api.handoff import WorkerProcess
 
 STARTUP_FAILURE = 3  # uvicorn's exit status when the app's start-up fails
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
-PARENT_POLL_SECONDS = 1.0
 log = logging.getLogger("uvicorn.error")
 
 
 class Supervisor(Multiprocess):
-    def __init__(self, config: Config, sockets: list[object]) -> None:
+    def __init__(self, config: Config, sockets: list[object], process: WorkerProcess) -> None:
         super().__init__(config, sockets)  # type: ignore[arg-type]
+        self.worker_process = process  # what the workers are handed (state dir, roster)
         self.exit_code = 0
         self.retry_at: dict[int, float] = {}  # slot -> when its next start is due
         self.backoff: dict[int, float] = {}  # slot -> the delay before its next retry
@@ -86,6 +85,7 @@ class Supervisor(Multiprocess):
         process.kill()  # hung or dead: make sure, then reap it
         process.join()
         if process.pid is not None:
+            self.worker_process.forget(process.pid)
             # imported here: prometheus_client must first see PROMETHEUS_MULTIPROC_DIR, which
             # `serve` sets after importing this module (a single worker runs in this process)
             from prometheus_client import multiprocess  # noqa: PLC0415
@@ -119,22 +119,3 @@ def _healthcheck(process: Process, timeout: float) -> bool | None:
     if not process.process.is_alive():
         return None
     return process._healthcheck(timeout)
-
-
-def watch_supervisor(settings: Settings) -> asyncio.Task[None] | None:
-    """In a worker: shut down gracefully once the supervisor that started it is gone."""
-    if not settings.supervisor_pid:
-        return None
-
-    async def watch() -> None:
-        while os.getppid() == settings.supervisor_pid:
-            await asyncio.sleep(PARENT_POLL_SECONDS)
-        log.error("The supervisor [%d] is gone: this worker stops.", settings.supervisor_pid)
-        signal.raise_signal(signal.SIGTERM)
-
-    return asyncio.get_running_loop().create_task(watch())
-
-
-def supervisor_alive(settings: Settings) -> bool:
-    """Is this worker still the child of the supervisor that started it?"""
-    return bool(settings.supervisor_pid) and os.getppid() == settings.supervisor_pid

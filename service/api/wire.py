@@ -295,6 +295,12 @@ class HealthResponse(_Response, frozen=True):
     warnings: Annotated[
         list[str] | None, doc("what an operator should know, e.g. a missing native engine")
     ] = None
+    workers: Annotated[
+        int | None, doc("worker processes of this `toksvc serve` (absent for a lone app)", 2)
+    ] = None
+    workers_loaded: Annotated[
+        int | None, doc("how many of them have loaded the store and serve", 2)
+    ] = None
 
 
 class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):

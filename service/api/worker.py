@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from litestar import Litestar
 
 from service.api import metrics
+from service.api.handoff import WorkerProcess
 from service.errors import NotReadyError, TooManyStreamsError
 from service.settings import Settings
 from service.store.registry import Registry
@@ -49,13 +50,15 @@ class StreamSlots:
 class Worker:
     """`registry` is None until the store has loaded; a reload replaces it in one assignment, so
     a request sees the old registry or the new one, never a mix. `stopping` is set when the worker
-    gets SIGTERM or SIGINT, before uvicorn waits for connections to end."""
+    gets SIGTERM or SIGINT, before uvicorn waits for connections to end. `process` is where the
+    worker runs (`toksvc serve`'s state directory and supervisor, or a lone worker)."""
 
     settings: Settings
     registry: Registry | None = None
     stream_slots: StreamSlots = field(init=False)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     reload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    process: WorkerProcess = field(default_factory=WorkerProcess)
 
     def __post_init__(self) -> None:
         self.stream_slots = StreamSlots(self.settings.max_streams_per_worker)

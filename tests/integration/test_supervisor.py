@@ -147,3 +147,32 @@ def test_admin_reload_refusal_is_409_and_the_metrics_follow_reloads(store: Path)
         assert count_ok(server.base)  # the previous store keeps serving
     finally:
         stop_server(server)
+
+
+def readyz(base: str) -> tuple[object, ...]:
+    """(status code, workers, workers_loaded) from /readyz; () if no worker answered."""
+    try:
+        r = httpx.get(f"{base}/readyz", timeout=5)
+    except httpx.HTTPError:
+        return ()
+    body = r.json()
+    return r.status_code, body.get("workers"), body.get("workers_loaded")
+
+
+def test_readyz_counts_the_workers_that_have_loaded_the_store(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    try:
+        for _ in range(6):  # whichever worker answers, it counts both
+            assert readyz(server.base) == (200, 2, 2)
+        gpt2 = store / "gpt2" / "1.json"
+        good = gpt2.read_bytes()
+        gpt2.write_bytes(good.replace(b"[", b"{", 1))  # a replacement cannot start meanwhile
+        os.kill(min(workers_of(server.process.pid)), signal.SIGKILL)
+        assert wait_for(lambda: readyz(server.base) == (200, 2, 1), 20)
+        time.sleep(1)  # the replacement fails its start (and is retried): it does not count
+        assert readyz(server.base) == (200, 2, 1)
+        gpt2.write_bytes(good)  # the retry succeeds
+        assert wait_for(lambda: readyz(server.base) == (200, 2, 2), 40)
+    finally:
+        stop_server(server)
+    assert server.process.returncode == 0

@@ -159,7 +159,9 @@ def test_decode_step_carries_held_back_bytes(client: TestClient[Any], registry: 
 
 def test_probes_and_schema(client: TestClient[Any]) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
-    assert client.get("/readyz").json()["status"] == "ready"
+    ready = client.get("/readyz").json()
+    assert ready["status"] == "ready"
+    assert "workers" not in ready and "workers_loaded" not in ready  # a lone app counts no others
     schema = client.get("/schema/openapi.json").json()
     assert "/v1/tokenizers/{ref}/encode" in schema["paths"]
     assert client.get("/schema").status_code == 200

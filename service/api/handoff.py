@@ -1,0 +1,90 @@
+"""What `toksvc serve` hands each of its workers, typed: the exact `Settings` the CLI built
+(including --store, --host, --port, --workers) and the process plumbing (`WorkerProcess`), which
+is not the user's to set. Both travel msgspec-encoded in one environment variable, read once by
+the worker's app factory (`received`). Without it, e.g. `uvicorn service.api.app:create_app
+--factory` started by hand, a worker reads `Settings.from_env()` and runs alone.
+
+`WorkerProcess` also owns the roster in the shared state directory: each worker that has loaded
+the store leaves a file named by its pid in `loaded/`, removes it when it stops, and the supervisor
+removes a dead worker's (`forget`); `/readyz` reports the count. This module imports neither
+prometheus_client nor the app: `serve` and the supervisor import it before
+PROMETHEUS_MULTIPROC_DIR is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from service.settings import Settings, path_hook
+
+ENV = "TOKSVC_HANDOFF"  # set by `toksvc serve` for its workers; not a setting
+
+
+class WorkerProcess(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a worker runs. The default is a lone worker: no shared state, no supervisor."""
+
+    state_dir: str = ""  # shared by the workers of one `toksvc serve` (metrics files, roster)
+    workers: int = 1  # how many workers that `toksvc serve` runs
+    supervisor_pid: int = 0  # several workers: the supervisor; a worker outliving it stops
+
+    @property
+    def supervised(self) -> bool:
+        return self.supervisor_pid != 0
+
+    def supervisor_alive(self) -> bool:
+        """Is this worker still the child of the supervisor that started it?"""
+        return self.supervised and os.getppid() == self.supervisor_pid
+
+    def _roster(self) -> Path:
+        return Path(self.state_dir) / "loaded"
+
+    def mark_loaded(self, pid: int) -> None:
+        """Record that worker `pid` has loaded the store (it serves from now on)."""
+        if self.state_dir:
+            self._roster().mkdir(exist_ok=True)
+            (self._roster() / str(pid)).touch()
+
+    def forget(self, pid: int) -> None:
+        """A worker that stopped or died no longer counts as loaded."""
+        if self.state_dir:
+            with contextlib.suppress(OSError):
+                (self._roster() / str(pid)).unlink()
+
+    def loaded(self) -> int | None:
+        """How many workers have loaded the store; None for a lone worker (nobody to count)."""
+        if not self.state_dir:
+            return None
+        try:
+            return sum(1 for _ in self._roster().iterdir())
+        except OSError:
+            return 0
+
+
+class Handoff(msgspec.Struct, frozen=True, kw_only=True):
+    settings: Settings
+    process: WorkerProcess = msgspec.field(default_factory=WorkerProcess)
+
+
+def hand_on(handoff: Handoff) -> None:
+    """Make `handoff` what the workers started from this process receive."""
+    os.environ[ENV] = msgspec.json.encode(handoff, enc_hook=_encode).decode()
+
+
+def received(environ: Mapping[str, str] | None = None) -> Handoff:
+    """What `toksvc serve` handed this worker, or the environment's settings for a lone worker."""
+    raw = (os.environ if environ is None else environ).get(ENV)
+    if not raw:
+        return Handoff(settings=Settings.from_env(environ))
+    return msgspec.json.decode(raw, type=Handoff, dec_hook=path_hook)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    raise NotImplementedError(type(value))
