@@ -12,18 +12,18 @@ from litestar.params import JSONBody
 from service.api import metrics
 from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
-from service.api.openapi import json_post
-from service.api.wire import (
+from service.api.explain_wire import (
     ExplainPiece,
     ExplainRequest,
     ExplainResponse,
     ExplainStep,
     InlineExplainRequest,
     Pattern,
-    TokenizerRef,
     TrainRequest,
     TrainResponse,
 )
+from service.api.openapi import json_post
+from service.api.wire import TokenizerRef
 from service.bpe import Rule, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError

@@ -6,11 +6,11 @@ whole example bodies are in `examples.py`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from msgspec import Meta
 
-from service.api.wire import RequestBody, TokenizerRef, _Response, doc
+from service.api.wire import RequestBody, ResponseBody, TokenizerRef, doc
 
 Tokens = Annotated[int, Meta(ge=0)]
 
@@ -30,7 +30,7 @@ _METHOD = (
 _MONEY = "a decimal string in `currency`, never a float"
 
 
-class PriceInfo(_Response, frozen=True):
+class PriceInfo(ResponseBody, frozen=True):
     """A model's list prices, per million tokens, and the price file they come from."""
 
     currency: Annotated[str, doc("ISO 4217 currency of the prices", "USD")]
@@ -45,7 +45,7 @@ class PriceInfo(_Response, frozen=True):
     ] = None
 
 
-class ModelInfo(_Response, frozen=True):
+class ModelInfo(ResponseBody, frozen=True):
     """A served model profile: its tokenizer, chat format, limits and prices."""
 
     name: Annotated[str, doc("model name", "gpt-4o")]
@@ -76,13 +76,13 @@ class ModelInfo(_Response, frozen=True):
     prices: Annotated[PriceInfo | None, doc("its list prices, if a price file has them")] = None
 
 
-class ModelListResponse(_Response, frozen=True):
+class ModelListResponse(ResponseBody, frozen=True):
     """Every loaded model profile, every version."""
 
     models: Annotated[list[ModelInfo], doc("the loaded model profiles")]
 
 
-class ModelRef(_Response, frozen=True):
+class ModelRef(ResponseBody, frozen=True):
     """Which exact model profile produced a result: name, version and the file's sha256."""
 
     name: Annotated[str, doc("model name", "gpt-4o")]
@@ -117,7 +117,7 @@ class ChatCountRequest(RequestBody, frozen=True):
     ] = True
 
 
-class MessageTokens(_Response, frozen=True):
+class MessageTokens(ResponseBody, frozen=True):
     """The tokens one message adds to the conversation."""
 
     index: Annotated[int, doc("the message's index in `messages`", 0)]
@@ -129,7 +129,7 @@ class MessageTokens(_Response, frozen=True):
     ] = False
 
 
-class ChatCountResponse(_Response, frozen=True):
+class ChatCountResponse(ResponseBody, frozen=True):
     """The input tokens of a conversation; `messages`, `tools_tokens` and `overhead` add up to
     `input_tokens`."""
 
@@ -184,7 +184,7 @@ class EstimateRequest(RequestBody, frozen=True):
     ] = 0
 
 
-class Costs(_Response, frozen=True):
+class Costs(ResponseBody, frozen=True):
     """The cost of each part of a request and in total, decimal strings in `currency`."""
 
     input: Annotated[str, doc("uncached input tokens", "0.000045")]
@@ -193,7 +193,7 @@ class Costs(_Response, frozen=True):
     total: Annotated[str, doc("the sum of the parts", "0.001045")]
 
 
-class EstimateResponse(_Response, frozen=True):
+class EstimateResponse(ResponseBody, frozen=True):
     """Input and output tokens of a request, the cost of each part and in total."""
 
     input_tokens: Annotated[int, doc("all input tokens, cached ones included", 18)]
@@ -210,51 +210,4 @@ class EstimateResponse(_Response, frozen=True):
         int, doc("context left after input and output (negative: it does not fit)", 127882)
     ]
     model: ModelRef  # described by ModelRef (a field description would wrap the $ref)
-    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
-
-
-class TruncateRequest(RequestBody, frozen=True):
-    """A text to cut to at most `max_tokens` tokens, keeping its start or its end."""
-
-    text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]
-    max_tokens: Annotated[Tokens, doc("at most this many tokens", 2)]
-    keep: Annotated[
-        Literal["start", "end"], doc("keep the longest prefix (`start`) or suffix (`end`)")
-    ] = "start"
-
-
-class TruncateResponse(_Response, frozen=True):
-    """The kept text, its token count and where it lies in the input."""
-
-    text: Annotated[str, doc("the kept text", "How are")]
-    count: Annotated[int, doc("its tokens (at most `max_tokens`)", 2)]
-    truncated: Annotated[bool, doc("whether anything was cut")]
-    start: Annotated[int, doc("where the kept text starts in the input (code points)", 0)]
-    end: Annotated[int, doc("where it ends, exclusive (code points)", 7)]
-    tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
-
-
-class ChunkRequest(RequestBody, frozen=True):
-    """A text to cover with chunks of at most `max_tokens` tokens, optionally overlapping."""
-
-    text: Annotated[str, doc("the text (special-token literals count as ordinary text)", "Hi")]
-    max_tokens: Annotated[int, Meta(ge=1), doc("at most this many tokens per chunk", 4)]
-    overlap: Annotated[
-        Tokens, doc("each chunk after the first repeats at most this many tokens of the last", 1)
-    ] = 0
-
-
-class ChunkOut(_Response, frozen=True):
-    """One chunk: its text, where it lies in the input, and its tokens."""
-
-    text: Annotated[str, doc("the chunk's text", "Hello, world.")]
-    start: Annotated[int, doc("where it starts in the input (code points)", 0)]
-    end: Annotated[int, doc("where it ends, exclusive (code points)", 13)]
-    count: Annotated[int, doc("its tokens (at most `max_tokens`)", 4)]
-
-
-class ChunkResponse(_Response, frozen=True):
-    """The chunks, in order; together they cover the text."""
-
-    chunks: Annotated[list[ChunkOut], doc("the chunks, in order")]
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)

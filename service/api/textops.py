@@ -7,14 +7,14 @@ from litestar.params import JSONBody
 from service.api.budget import run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
-from service.api.models_wire import (
+from service.api.openapi import json_post
+from service.api.textops_wire import (
     ChunkOut,
     ChunkRequest,
     ChunkResponse,
     TruncateRequest,
     TruncateResponse,
 )
-from service.api.openapi import json_post
 from service.models import textops
 
 

@@ -41,7 +41,7 @@ class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True)
         return 1, 0
 
 
-class _Response(Struct, frozen=True, omit_defaults=True, kw_only=True):
+class ResponseBody(Struct, frozen=True, omit_defaults=True, kw_only=True):
     pass
 
 
@@ -50,7 +50,7 @@ def doc(description: str, *examples: Any) -> Meta:
     return Meta(description=description, examples=list(examples) if examples else None)
 
 
-class TokenizerRef(_Response, frozen=True):
+class TokenizerRef(ResponseBody, frozen=True):
     """Which exact vocabulary produced a result: name, version and the file's sha256."""
 
     name: Annotated[str, doc("tokenizer name", "cl100k_base")]
@@ -98,13 +98,13 @@ class CountRequest(TextsRequest, frozen=True):
     """Exactly one of `text` or `texts`, as for encode; only the number of ids is returned."""
 
 
-class PieceBytes(_Response, frozen=True):
+class PieceBytes(ResponseBody, frozen=True):
     """A token's bytes that are not valid UTF-8 on their own."""
 
     base64: Annotated[str, doc("the token's bytes, base64", "8J8=")]
 
 
-class EncodeResult(_Response, frozen=True):
+class EncodeResult(ResponseBody, frozen=True):
     """The ids of one of the `texts`."""
 
     ids: Annotated[Ids, doc(_IDS_OUT, [9906, 11, 1917])]
@@ -113,7 +113,7 @@ class EncodeResult(_Response, frozen=True):
     offsets: Annotated[list[tuple[int, int]] | None, doc(_OFFSETS)] = None
 
 
-class EncodeResponse(_Response, frozen=True):
+class EncodeResponse(ResponseBody, frozen=True):
     """`ids` and `count` for `text`; `results` (one per text, in order) for `texts`."""
 
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
@@ -124,7 +124,7 @@ class EncodeResponse(_Response, frozen=True):
     offsets: Annotated[list[tuple[int, int]] | None, doc(_OFFSETS)] = None
 
 
-class CountResponse(_Response, frozen=True):
+class CountResponse(ResponseBody, frozen=True):
     """`count` for `text`; `counts` (one per text, in order) and their `total` for `texts`."""
 
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
@@ -159,14 +159,14 @@ class DecodeRequest(RequestBody, frozen=True):
         return len(batch), sum(map(len, batch))
 
 
-class DecodeResult(_Response, frozen=True):
+class DecodeResult(ResponseBody, frozen=True):
     """One decoded entry of `batch`: `text`, or `base64` with `output: "base64"`."""
 
     text: Annotated[str | None, doc("the decoded text", "Hello, world")] = None
     base64: Annotated[bytes | None, doc("the raw bytes, base64", "SGVsbG8sIHdvcmxk")] = None
 
 
-class DecodeResponse(_Response, frozen=True):
+class DecodeResponse(ResponseBody, frozen=True):
     """`text` (or `base64`) for `ids`; `results` (one per list, in order) for `batch`."""
 
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
@@ -191,7 +191,7 @@ class DecodeStepRequest(RequestBody, frozen=True):
         return 1, len(self.ids)
 
 
-class DecodeStepResponse(_Response, frozen=True):
+class DecodeStepResponse(ResponseBody, frozen=True):
     """The text that became whole with this step, and the state for the next one."""
 
     text: Annotated[str, doc("text completed by this step (held-back bytes excluded)", "")]
@@ -208,7 +208,7 @@ class StreamChunkRequest(RequestBody, frozen=True):
     final: Annotated[bool, doc("WebSocket only: flush, answer with `done` and close")] = False
 
 
-class StreamUsage(_Response, frozen=True):
+class StreamUsage(ResponseBody, frozen=True):
     """A stream's metering, on its last line: ids received, and their cost as output tokens
     when a model was named (decimal string)."""
 
@@ -221,7 +221,7 @@ class StreamUsage(_Response, frozen=True):
     price_file: Annotated[str | None, doc("the price file used, name@version", "openai@1")] = None
 
 
-class StreamTextResponse(_Response, frozen=True):
+class StreamTextResponse(ResponseBody, frozen=True):
     """One NDJSON line (or WebSocket message) of decoded text."""
 
     text: Annotated[str, doc("text completed by this line", "Hello")]
@@ -236,208 +236,3 @@ class StreamTextResponse(_Response, frozen=True):
         StreamUsage | None,
         doc("on the last line, with ?usage=true or ?model=: the stream's metering"),
     ] = None
-
-
-class TokenizerInfoResponse(_Response, frozen=True):
-    """A served tokenizer: identity, rule, special tokens and provenance."""
-
-    name: Annotated[str, doc("tokenizer name", "cl100k_base")]
-    version: Annotated[str, doc("version of this name", "1")]
-    ref: Annotated[str, doc("the `name@version` reference of exactly this file", "cl100k_base@1")]
-    default: Annotated[bool, doc("whether plain `name` resolves to this version")]
-    sha256: Annotated[str, doc("sha256 of the tokenizer file, hex")]
-    rule: Annotated[
-        Literal["pairs", "ranks"],
-        doc(
-            "merge rule: `ranks` (tiktoken style, by the merged token's rank) or `pairs` "
-            "(Hugging Face style, by the pair's merge priority)"
-        ),
-    ]
-    vocab_size: Annotated[
-        int, Meta(description="defined ids, special tokens included", examples=[100277])
-    ]
-    special_tokens: Annotated[
-        dict[str, int],
-        doc(
-            "special-token literal -> its id; such a literal in a text is encoded as this id only "
-            "when allowed (`allowed_special`)",
-            {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258},
-        ),
-    ]
-    normalization: Annotated[
-        str, doc("Unicode normalization applied before encoding: `none`, `NFC` or `NFKC`", "none")
-    ]
-    pattern: Annotated[str | None, doc("the pre-tokenization regular expression, if any")]
-    self_consistent: Annotated[
-        bool, doc("whether every token's bytes encode to that token alone (always for `ranks`)")
-    ]
-    description: Annotated[str, doc("what this tokenizer is")]
-    source: Annotated[str, doc("where the vocabulary came from")]
-    license: Annotated[str, doc("the vocabulary's licence")]
-    created: Annotated[str, doc("when this file was written (ISO 8601)")]
-
-
-class TokenizerListResponse(_Response, frozen=True):
-    """Every loaded tokenizer, every version."""
-
-    tokenizers: Annotated[list[TokenizerInfoResponse], doc("the loaded tokenizers")]
-
-
-class HealthResponse(_Response, frozen=True):
-    """Liveness or readiness."""
-
-    status: Annotated[str, doc("`ok` (liveness) or `ready` (readiness)", "ready")]
-    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
-    failures: Annotated[list[str] | None, doc("store files that did not load, and why")] = None
-    engine: Annotated[
-        str | None, doc("`native`, or `python` when the native engine was not built", "native")
-    ] = None
-    warnings: Annotated[
-        list[str] | None, doc("what an operator should know, e.g. a missing native engine")
-    ] = None
-    workers: Annotated[
-        int | None, doc("worker processes of this `toksvc serve` (absent for a lone app)", 2)
-    ] = None
-    workers_loaded: Annotated[
-        int | None, doc("how many of them have loaded the store and serve", 2)
-    ] = None
-
-
-class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """RFC 9457 problem details (`application/problem+json`). Extension members name the facts;
-    which ones a problem carries depends on its `type` (listed in docs/api.md)."""
-
-    type: Annotated[str, doc("the kind of problem, a relative URI", "/problems/unknown-tokenizer")]
-    title: Annotated[str, doc("short summary of the kind", "Unknown tokenizer")]
-    status: Annotated[int, doc("the HTTP status", 404)]
-    detail: Annotated[str, doc("what was wrong and how to fix it")]
-    errors: Annotated[
-        list[dict[str, Any]] | None,
-        doc(
-            "invalid-body and invalid parameters: one entry per error, `message`, `key` (JSON path "
-            "in the body, or the parameter's name) and `source` (`body`, `query`, `path`)",
-            [{"message": "Expected `array`, got `str`", "key": "$.texts", "source": "body"}],
-        ),
-    ] = None
-    available: Annotated[
-        list[str] | None,
-        doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
-    ] = None
-    limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
-    token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
-        None
-    )
-    tokens: Annotated[list[str] | None, doc("unknown-special-token: the literals")] = None
-    position: Annotated[
-        int | None,
-        doc(
-            "disallowed-special-token: character offset in the text; lone-surrogate: byte offset "
-            "in the body"
-        ),
-    ] = None
-    ids: Annotated[list[int] | None, doc("unknown-token-id: the ids (first 100)", [999999])] = None
-    offset: Annotated[int | None, doc("undecodable-bytes: byte offset of the bad bytes")] = None
-    bytes: Annotated[str | None, doc("undecodable-bytes: the bytes, hex", "f09f")] = None
-    failures: Annotated[list[str] | None, doc("not-ready on /readyz: files that failed")] = None
-    index: Annotated[
-        int | msgspec.UnsetType | None,
-        doc("invalid-message: the index of the message (null: the request as a whole)", 1),
-    ] = msgspec.UNSET
-    field: Annotated[str | None, doc("invalid-message: the field at fault", "role")] = None
-    needed: Annotated[int | None, doc("context-overflow: input plus output tokens", 9010)] = None
-    context_window: Annotated[int | None, doc("context-overflow: the model's window", 8192)] = None
-    missing: Annotated[str | None, doc("price-missing: which price is missing", "output")] = None
-
-
-class ReloadResponse(_Response, frozen=True):
-    """The outcome of a store reload."""
-
-    status: Annotated[str, doc("what happened", "reloaded")]
-    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
-
-
-# --- explain and the playground's helpers (service/api/explain.py) ------------------------------
-
-Pattern = Literal["none", "gpt2", "cl100k", "o200k", "qwen2"]
-_PATTERN = (
-    "pre-tokenization: `none` (the whole text is one piece) or the regex of `gpt2`, `cl100k`, "
-    "`o200k` or `qwen2`"
-)
-
-
-class ExplainRequest(RequestBody, frozen=True):
-    """A short text to explain, as ordinary text (special-token literals are plain characters)."""
-
-    text: Annotated[str, doc("the text, at most 256 characters (413 beyond)", "cat")]
-
-
-class InlineExplainRequest(ExplainRequest, frozen=True):
-    """A short text and a small vocabulary given inline."""
-
-    rule: Annotated[
-        Literal["pairs", "ranks"],
-        doc("`pairs`: lowest-ranked listed pair of ids; `ranks`: lowest-ranked token of bytes"),
-    ]
-    merges: Annotated[
-        list[list[int]],
-        doc(
-            "merges `[left, right, new]` over the single bytes 0..255, new ids 256, 257, ... in "
-            "order (at most 512; 413 beyond)",
-            [[98, 99, 256], [97, 98, 257], [257, 99, 258]],
-        ),
-    ]
-    pattern: Annotated[Pattern, doc(_PATTERN)] = "none"
-
-
-class ExplainStep(_Response, frozen=True):
-    """One merge: the symbols at `at` and `at + 1` become one token."""
-
-    at: Annotated[int, doc("position of the left symbol in the piece before this step", 1)]
-    left: Annotated[int, doc("id of the left symbol (-1 for a `whole` step)", 64)]
-    right: Annotated[int, doc("id of the right symbol (-1 for a `whole` step)", 83)]
-    id: Annotated[int, doc("the new token's id", 266)]
-    rank: Annotated[int, doc("what the rule compared, lowest first (leftmost on ties)", 266)]
-    bytes: Annotated[str, doc("the new token's bytes, hex", "6174")]
-    kind: Annotated[
-        Literal["merge", "whole"],
-        doc("`merge`, or `whole`: under `ranks` a piece that is a token is returned whole"),
-    ]
-
-
-class ExplainPiece(_Response, frozen=True):
-    """One pre-tokenized piece: its single bytes, then its merges."""
-
-    text: Annotated[str, doc("the piece", "cat")]
-    start: Annotated[Ids, doc("the id of each single byte, before any merge", [66, 64, 83])]
-    start_bytes: Annotated[list[str], doc("each single byte, hex", ["63", "61", "74"])]
-    steps: Annotated[list[ExplainStep], doc("the merges, in the order the rule makes them")]
-    ids: Annotated[Ids, doc("the piece's ids after every step", [4719])]
-
-
-class ExplainResponse(_Response, frozen=True):
-    """The merge steps of every piece; `ids` joins the pieces' final ids."""
-
-    rule: Annotated[Literal["pairs", "ranks"], doc("the merge rule applied")]
-    ids: Annotated[Ids, doc("the final ids: what encode gives for the text", [4719])]
-    steps: Annotated[int, doc("number of steps over all pieces", 2)]
-    pieces: Annotated[list[ExplainPiece], doc("the pieces, in order")]
-    tokenizer: Annotated[
-        TokenizerRef | None, doc("the vocabulary explained (absent for an inline one)")
-    ] = None
-
-
-class TrainRequest(RequestBody, frozen=True):
-    """A text to train a small `pairs` tokenizer on."""
-
-    text: Annotated[str, doc("the training text, at most 20,000 UTF-8 bytes", "low lower lowest")]
-    merges: Annotated[int, doc("merges to learn, 1 to 512 (fewer if pairs run out)", 3)] = 64
-    pattern: Annotated[Pattern, doc(_PATTERN)] = "gpt2"
-    min_frequency: Annotated[int, doc("a pair must occur this often to merge", 1)] = 2
-
-
-class TrainResponse(_Response, frozen=True):
-    """The learned merges, ready for `/v1/playground/explain`."""
-
-    merges: Annotated[list[list[int]], doc("`[left, right, new]`, new ids from 256 in order")]
-    tokens: Annotated[list[str], doc("each merge's new token bytes, hex", ["6c6f"])]
-    pattern: Annotated[Pattern, doc("the pre-tokenization used")]

@@ -1,0 +1,128 @@
+"""What the service says about itself: its tokenizers, its health, its problems, its reloads."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+from service.api.wire import ResponseBody, doc
+
+
+class TokenizerInfoResponse(ResponseBody, frozen=True):
+    """A served tokenizer: identity, rule, special tokens and provenance."""
+
+    name: Annotated[str, doc("tokenizer name", "cl100k_base")]
+    version: Annotated[str, doc("version of this name", "1")]
+    ref: Annotated[str, doc("the `name@version` reference of exactly this file", "cl100k_base@1")]
+    default: Annotated[bool, doc("whether plain `name` resolves to this version")]
+    sha256: Annotated[str, doc("sha256 of the tokenizer file, hex")]
+    rule: Annotated[
+        Literal["pairs", "ranks"],
+        doc(
+            "merge rule: `ranks` (tiktoken style, by the merged token's rank) or `pairs` "
+            "(Hugging Face style, by the pair's merge priority)"
+        ),
+    ]
+    vocab_size: Annotated[
+        int, Meta(description="defined ids, special tokens included", examples=[100277])
+    ]
+    special_tokens: Annotated[
+        dict[str, int],
+        doc(
+            "special-token literal -> its id; such a literal in a text is encoded as this id only "
+            "when allowed (`allowed_special`)",
+            {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258},
+        ),
+    ]
+    normalization: Annotated[
+        str, doc("Unicode normalization applied before encoding: `none`, `NFC` or `NFKC`", "none")
+    ]
+    pattern: Annotated[str | None, doc("the pre-tokenization regular expression, if any")]
+    self_consistent: Annotated[
+        bool, doc("whether every token's bytes encode to that token alone (always for `ranks`)")
+    ]
+    description: Annotated[str, doc("what this tokenizer is")]
+    source: Annotated[str, doc("where the vocabulary came from")]
+    license: Annotated[str, doc("the vocabulary's licence")]
+    created: Annotated[str, doc("when this file was written (ISO 8601)")]
+
+
+class TokenizerListResponse(ResponseBody, frozen=True):
+    """Every loaded tokenizer, every version."""
+
+    tokenizers: Annotated[list[TokenizerInfoResponse], doc("the loaded tokenizers")]
+
+
+class HealthResponse(ResponseBody, frozen=True):
+    """Liveness or readiness."""
+
+    status: Annotated[str, doc("`ok` (liveness) or `ready` (readiness)", "ready")]
+    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
+    failures: Annotated[list[str] | None, doc("store files that did not load, and why")] = None
+    engine: Annotated[
+        str | None, doc("`native`, or `python` when the native engine was not built", "native")
+    ] = None
+    warnings: Annotated[
+        list[str] | None, doc("what an operator should know, e.g. a missing native engine")
+    ] = None
+    workers: Annotated[
+        int | None, doc("worker processes of this `toksvc serve` (absent for a lone app)", 2)
+    ] = None
+    workers_loaded: Annotated[
+        int | None, doc("how many of them have loaded the store and serve", 2)
+    ] = None
+
+
+class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """RFC 9457 problem details (`application/problem+json`). Extension members name the facts;
+    which ones a problem carries depends on its `type` (listed in docs/api.md)."""
+
+    type: Annotated[str, doc("the kind of problem, a relative URI", "/problems/unknown-tokenizer")]
+    title: Annotated[str, doc("short summary of the kind", "Unknown tokenizer")]
+    status: Annotated[int, doc("the HTTP status", 404)]
+    detail: Annotated[str, doc("what was wrong and how to fix it")]
+    errors: Annotated[
+        list[dict[str, Any]] | None,
+        doc(
+            "invalid-body and invalid parameters: one entry per error, `message`, `key` (JSON path "
+            "in the body, or the parameter's name) and `source` (`body`, `query`, `path`)",
+            [{"message": "Expected `array`, got `str`", "key": "$.texts", "source": "body"}],
+        ),
+    ] = None
+    available: Annotated[
+        list[str] | None,
+        doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
+    ] = None
+    limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
+    token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
+        None
+    )
+    tokens: Annotated[list[str] | None, doc("unknown-special-token: the literals")] = None
+    position: Annotated[
+        int | None,
+        doc(
+            "disallowed-special-token: character offset in the text; lone-surrogate: byte offset "
+            "in the body"
+        ),
+    ] = None
+    ids: Annotated[list[int] | None, doc("unknown-token-id: the ids (first 100)", [999999])] = None
+    offset: Annotated[int | None, doc("undecodable-bytes: byte offset of the bad bytes")] = None
+    bytes: Annotated[str | None, doc("undecodable-bytes: the bytes, hex", "f09f")] = None
+    failures: Annotated[list[str] | None, doc("not-ready on /readyz: files that failed")] = None
+    index: Annotated[
+        int | msgspec.UnsetType | None,
+        doc("invalid-message: the index of the message (null: the request as a whole)", 1),
+    ] = msgspec.UNSET
+    field: Annotated[str | None, doc("invalid-message: the field at fault", "role")] = None
+    needed: Annotated[int | None, doc("context-overflow: input plus output tokens", 9010)] = None
+    context_window: Annotated[int | None, doc("context-overflow: the model's window", 8192)] = None
+    missing: Annotated[str | None, doc("price-missing: which price is missing", "output")] = None
+
+
+class ReloadResponse(ResponseBody, frozen=True):
+    """The outcome of a store reload."""
+
+    status: Annotated[str, doc("what happened", "reloaded")]
+    tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
