@@ -4,24 +4,20 @@ from __future__ import annotations
 
 from litestar.params import JSONBody
 
+from service.api import textops_wire as wire
 from service.api.budget import run_work
 from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
 from service.api.openapi import json_post
-from service.api.textops_wire import (
-    ChunkOut,
-    ChunkRequest,
-    ChunkResponse,
-    TruncateRequest,
-    TruncateResponse,
-)
 from service.models import textops
 
 
 @json_post("/v1/tokenizers/{ref:str}/truncate", name="truncate", tag="text budgets",
            summary="Truncate text to a token budget",
            returns="the kept text, its count and offsets")  # fmt: skip
-async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> TruncateResponse:
+async def truncate(
+    tokenizer: TokenizerDep, data: JSONBody[wire.TruncateRequest]
+) -> wire.TruncateResponse:
     """The longest prefix (`keep: start`, the default) or suffix (`keep: end`) of whole characters
     that encodes to at most `max_tokens` tokens, with its count and its [start, end) in the text in
     code points. Special-token literals count as ordinary text."""
@@ -29,14 +25,14 @@ async def truncate(tokenizer: TokenizerDep, data: JSONBody[TruncateRequest]) -> 
         len(data.text),
         lambda: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep),
     )
-    return TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
+    return wire.TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
                             start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
 
 
 @json_post("/v1/tokenizers/{ref:str}/chunk", name="chunk", tag="text budgets",
            summary="Split text into token-bounded chunks",
            returns="the chunks, in order")  # fmt: skip
-async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkResponse:
+async def chunk(tokenizer: TokenizerDep, data: JSONBody[wire.ChunkRequest]) -> wire.ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, in order, with code point offsets;
     each chunk after the first repeats the longest end of the previous one with at most `overlap`
     tokens. Special-token literals count as ordinary text."""
@@ -44,8 +40,8 @@ async def chunk(tokenizer: TokenizerDep, data: JSONBody[ChunkRequest]) -> ChunkR
         len(data.text),
         lambda: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap),
     )
-    return ChunkResponse(
-        chunks=[ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],
+    return wire.ChunkResponse(
+        chunks=[wire.ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],
         tokenizer=ref_of(tokenizer),
     )
 
