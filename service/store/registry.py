@@ -183,7 +183,7 @@ def build(
     factory: EngineFactory,
     text_cache: TextCache | None = None,
     *,
-    token_bytes: dict[int, bytes] | None = None,
+    token_bytes: list[bytes | None] | None = None,
 ) -> LoadedTokenizer:
     vocab = Vocabulary.build(
         tf.rule,
