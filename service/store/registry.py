@@ -31,6 +31,7 @@ from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.manifest import MANIFEST, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
+from service.store.sharing import BuiltVocabulary, SharedVocabularies
 from service.store.validation import validate
 
 
@@ -106,6 +107,7 @@ def load_store(
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
+    shared = SharedVocabularies()  # files that differ only in special tokens share one
     manifests: list[tuple[Path, Manifest]] = []
     for root in [store] if isinstance(store, Path) else store:
         try:
@@ -126,7 +128,7 @@ def load_store(
                 ))  # fmt: skip
                 continue
             try:
-                loaded = load_entry(root, entry, factory, text_cache)
+                loaded = load_entry(root, entry, factory, text_cache, shared=shared)
             except StoreError as exc:
                 registry.failures.append(exc)
                 continue
@@ -161,7 +163,12 @@ def load_registry(settings: Settings) -> Registry:
 
 
 def load_entry(
-    store: Path, entry: ManifestEntry, factory: EngineFactory, text_cache: TextCache | None = None
+    store: Path,
+    entry: ManifestEntry,
+    factory: EngineFactory,
+    text_cache: TextCache | None = None,
+    *,
+    shared: SharedVocabularies | None = None,
 ) -> LoadedTokenizer:
     where = str(store / entry.path)
     data = read_verified(store, entry.path, entry.sha256)  # bounded; hashed before parsing
@@ -173,8 +180,14 @@ def load_entry(
         raise FormatError(
             where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
         )
-    token_bytes = validate(tf, where)
-    return build(entry, tf, factory, text_cache, token_bytes=token_bytes)
+    key = SharedVocabularies.key(tf) if shared is not None else b""
+    known = shared.get(key) if shared is not None else None
+    token_bytes = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
+    loaded = build(entry, tf, factory, text_cache, token_bytes=token_bytes, known=known)
+    if shared is not None and known is None:
+        tokenizer = loaded.tokenizer
+        shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent))
+    return loaded
 
 
 def build(
@@ -184,18 +197,24 @@ def build(
     text_cache: TextCache | None = None,
     *,
     token_bytes: list[bytes | None] | None = None,
+    known: BuiltVocabulary | None = None,
 ) -> LoadedTokenizer:
-    vocab = Vocabulary.build(
-        tf.rule,
-        tf.merges,
-        tf.byte_ids if tf.byte_ids is not None else range(256),
-        {tid: bytes.fromhex(h) for tid, h in tf.tokens},
-        token_bytes=token_bytes,
-    )
-    self_consistent = vocab.self_consistent()
+    """`known`: the vocabulary and engine of a file with the same content but for its special
+    tokens, built earlier in this load (service.store.sharing)."""
+    if known is None:
+        vocab = Vocabulary.build(
+            tf.rule,
+            tf.merges,
+            tf.byte_ids if tf.byte_ids is not None else range(256),
+            {tid: bytes.fromhex(h) for tid, h in tf.tokens},
+            token_bytes=token_bytes,
+        )
+        self_consistent = vocab.self_consistent()
+        known = BuiltVocabulary(vocab, factory(vocab, tf.pattern, self_consistent), self_consistent)
+    vocab, self_consistent = known.vocab, known.self_consistent
     tokenizer = Tokenizer(
         vocab,
-        factory(vocab, tf.pattern, self_consistent),
+        known.engine,
         tf.special_tokens,
         tf.normalization,
         cache=text_cache,

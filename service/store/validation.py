@@ -23,16 +23,21 @@ from service.errors import FormatError
 from service.store.fileformat import TokenizerFile
 
 
-def validate(tf: TokenizerFile, path: str) -> list[bytes | None]:
+def validate(
+    tf: TokenizerFile, path: str, *, verified: list[bytes | None] | None = None
+) -> list[bytes | None]:
     """Raise FormatError(path, entry, reason) at the first broken rule; return every token's
     bytes by id, None where no token has that id (computed on the way, so building need not
-    compute them again)."""
+    compute them again). `verified`: what this returned for a file with the same rule, byte
+    ids, extra tokens and merges (service.store.sharing), whose merges need no second check."""
     try:
         if tf.pattern is not None:
             _check_pattern(tf.pattern)
         tokens = _check_byte_ids(tf)
         _check_extra_tokens(tf, tokens)
-        built = native.build_tokens(tf.rule, tokens, tf.merges)
+        built = (verified, b"") if verified is not None else None
+        if built is None:
+            built = native.build_tokens(tf.rule, tokens, tf.merges)
         by_id: list[bytes | None]
         if built is not None:
             by_id = built[0]
