@@ -1,5 +1,6 @@
 """Service benchmark: `toksvc serve` under wrk on loopback, next to the framework floor (a minimal
-Litestar endpoint answering a constant) and the engine alone, so HTTP overhead is visible.
+Litestar endpoint answering a constant), the engine alone, so HTTP overhead is visible, and a
+FastAPI + tiktoken service written the obvious way (loadtests/fastapi_app.py), the same workers.
 
     python loadtests/bench_service.py              # about 3 minutes; needs `wrk` (Debian package)
     python loadtests/bench_service.py --seconds 5  # shorter runs
@@ -129,9 +130,11 @@ def main() -> None:
         "toksvc, 1 worker": [sys.executable, "-m", "service", "serve", "--workers", "1"],
         "toksvc, 2 workers": [sys.executable, "-m", "service", "serve", "--workers", "2"],
         "floor, 2 workers": [*UVICORN, "loadtests.floor_app:app", "--workers", "2"],
+        "fastapi+tiktoken, 1 worker": [*UVICORN, "loadtests.fastapi_app:app", "--workers", "1"],
+        "fastapi+tiktoken, 2 workers": [*UVICORN, "loadtests.fastapi_app:app", "--workers", "2"],
     }
     table = []
-    print(f"\n{'server':<20} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
+    print(f"\n{'server':<28} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
           f"{'errors':>6}")  # fmt: skip
     for name, command in servers.items():
         port = free_port()
@@ -143,7 +146,7 @@ def main() -> None:
                 r = wrk(port, bodies[label], CONNECTIONS[label], args.seconds)
                 row = {"server": name, "size": label, "connections": CONNECTIONS[label], **r}
                 table.append(row)
-                print(f"{name:<20} {label:>6} {CONNECTIONS[label]:>5} {r['rps']:>9.1f} "
+                print(f"{name:<28} {label:>6} {CONNECTIONS[label]:>5} {r['rps']:>9.1f} "
                       f"{r['p50_ms']:>8.2f} {r['p99_ms']:>9.2f} {r['errors'] + r['non2xx']:>6.0f}",
                       flush=True)  # fmt: skip
         finally:
@@ -161,6 +164,10 @@ def main() -> None:
         "2 workers vs 1, 2KB": rps("toksvc, 2 workers", "2KB") / rps("toksvc, 1 worker", "2KB"),
         "2 workers vs 1, 1MB": rps("toksvc, 2 workers", "1MB") / rps("toksvc, 1 worker", "1MB"),
         "floor 2 workers vs 1, 2KB": rps("floor, 2 workers", "2KB") / rps("floor, 1 worker", "2KB"),
+        "toksvc vs fastapi+tiktoken, 2KB (1 worker)": rps("toksvc, 1 worker", "2KB")
+        / rps("fastapi+tiktoken, 1 worker", "2KB"),
+        "toksvc vs fastapi+tiktoken, 2KB (2 workers)": rps("toksvc, 2 workers", "2KB")
+        / rps("fastapi+tiktoken, 2 workers", "2KB"),
     }
     results["ratios"] = ratios
     print()
