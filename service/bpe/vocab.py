@@ -42,10 +42,12 @@ class Vocabulary:
         extra_tokens: Mapping[int, bytes] | None = None,
         *,
         token_bytes: Sequence[bytes | None] | None = None,
+        triples: bytes | None = None,
     ) -> Vocabulary:
         """Build from input the store has validated (children defined before use, ids unique).
-        `token_bytes` (every token's bytes by id, None where no token has that id), when
-        validation computed it already, saves computing it again."""
+        `token_bytes` (every token's bytes by id, None where no token has that id) and `triples`
+        (`merges` as native uint32s), when validation computed them already, save computing
+        them again."""
         if token_bytes is None:
             computed: dict[int, bytes] = {tid: bytes([b]) for b, tid in enumerate(byte_ids)}
             computed.update(extra_tokens or {})
@@ -56,7 +58,12 @@ class Vocabulary:
                 tokens[tid] = data
         else:
             tokens = list(token_bytes)
-        return cls(rule, byte_ids, tokens, array("I", chain.from_iterable(merges)))
+        if triples is not None and len(triples) == 12 * len(merges):
+            flat = array("I")
+            flat.frombytes(triples)
+        else:
+            flat = array("I", chain.from_iterable(merges))
+        return cls(rule, byte_ids, tokens, flat)
 
     def items(self) -> Iterable[tuple[int, bytes]]:
         """(id, bytes) of every token."""

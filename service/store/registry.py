@@ -207,8 +207,9 @@ def load_entry(
         )
     key = SharedVocabularies.key(tf) if shared is not None else b""
     known = shared.get(key) if shared is not None else None
-    token_bytes = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
-    loaded = build(entry, tf, factory, text_cache, token_bytes=token_bytes, known=known)
+    checked = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
+    loaded = build(entry, tf, factory, text_cache, token_bytes=checked.tokens,
+                   triples=checked.triples, known=known)  # fmt: skip
     if shared is not None and known is None:
         tokenizer = loaded.tokenizer
         shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent))
@@ -222,6 +223,7 @@ def build(
     text_cache: TextCache | None = None,
     *,
     token_bytes: list[bytes | None] | None = None,
+    triples: bytes | None = None,
     known: BuiltVocabulary | None = None,
 ) -> LoadedTokenizer:
     """`known`: the vocabulary and engine of a file with the same content but for its special
@@ -233,6 +235,7 @@ def build(
             tf.byte_ids if tf.byte_ids is not None else range(256),
             {tid: bytes.fromhex(h) for tid, h in tf.tokens},
             token_bytes=token_bytes,
+            triples=triples,
         )
         self_consistent = vocab.self_consistent()
         known = BuiltVocabulary(vocab, factory(vocab, tf.pattern, self_consistent), self_consistent)

@@ -16,6 +16,8 @@ they accept.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import regex
 
 from service.bpe import native
@@ -23,24 +25,33 @@ from service.errors import FormatError
 from service.store.fileformat import TokenizerFile
 
 
+class Validated(NamedTuple):
+    """What validation computed on the way, so building need not compute it again."""
+
+    tokens: list[bytes | None]  # every token's bytes by id, None where no token has that id
+    triples: bytes | None  # the merges as native uint32s (left, right, new, ...), when known
+
+
 def validate(
     tf: TokenizerFile, path: str, *, verified: list[bytes | None] | None = None
-) -> list[bytes | None]:
-    """Raise FormatError(path, entry, reason) at the first broken rule; return every token's
-    bytes by id, None where no token has that id (computed on the way, so building need not
-    compute them again). `verified`: what this returned for a file with the same rule, byte
-    ids, extra tokens and merges (service.store.sharing), whose merges need no second check."""
+) -> Validated:
+    """Raise FormatError(path, entry, reason) at the first broken rule. `verified`: the tokens
+    this found for a file with the same rule, byte ids, extra tokens and merges
+    (service.store.sharing), whose merges need no second check."""
     try:
         if tf.pattern is not None:
             _check_pattern(tf.pattern)
         tokens = _check_byte_ids(tf)
         _check_extra_tokens(tf, tokens)
-        built = (verified, b"") if verified is not None else None
-        if built is None:
+        built: tuple[list[bytes | None], bytes | None] | None = None
+        if verified is not None:
+            built = (verified, None)
+        else:
             built = native.build_tokens(tf.rule, tokens, tf.merges)
         by_id: list[bytes | None]
+        triples = None
         if built is not None:
-            by_id = built[0]
+            by_id, triples = built
         else:  # not verified in C: the reference checks find and name the broken entry
             _check_merges(tf, tokens)
             if tf.rule == "ranks":
@@ -51,7 +62,7 @@ def validate(
         _check_specials(tf, by_id)
     except _Rule as broken:
         raise FormatError(path, broken.entry, broken.reason) from None
-    return by_id
+    return Validated(by_id, triples)
 
 
 class _Rule(Exception):  # noqa: N818 (internal: carries a broken rule to validate())
