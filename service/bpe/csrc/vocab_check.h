@@ -14,7 +14,7 @@
 #include "merge.h"
 
 #define VC_MAX_ID ((1u << 24) - 1)          /* fileformat.MAX_ID */
-#define VC_MAX_BLOB ((size_t)1 << 31)       /* larger: leave it to the reference */
+#define VC_MAX_BLOB ((size_t)1 << 28)       /* token bytes; more: leave it to the reference */
 
 typedef struct {
     uint32_t *off, *len; /* by id; len 0: no token (every token has at least one byte) */
