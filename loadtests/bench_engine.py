@@ -29,7 +29,7 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 from service.bpe.cache import TextCache
-from service.settings import Settings
+from service.settings import BUNDLED_STORE
 from service.store.engines import engine_factory
 from service.store.fileformat import parse
 from service.store.manifest import read_manifest
@@ -44,7 +44,7 @@ Encoder = Callable[[str], list[int]]
 
 def fresh(name: str, engine: str = "auto") -> LoadedTokenizer:
     """A newly built tokenizer: new engine, empty piece cache, empty text cache."""
-    store = Settings().store
+    store = BUNDLED_STORE
     entry = next(e for e in read_manifest(store).tokenizers if e.name == name and e.default)
     tf = parse((store / entry.path).read_bytes())
     return build(entry, tf, engine_factory(engine), TextCache(64 << 20))  # type: ignore[arg-type]
