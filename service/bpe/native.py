@@ -9,7 +9,7 @@ service then runs on the Python engine and says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import regex
@@ -73,14 +73,6 @@ class NativeEngine:
         if self._split is not None:
             return [self.count_ordinary(t) for t in texts]
         return self._engine.count_batch(texts)
-
-
-def pairs_merger(vocab: Vocabulary) -> Callable[[bytes], list[int]] | None:
-    """The `pairs` rule of `vocab` in C, on one piece of bytes (None without the extension)."""
-    if _native is None:
-        return None
-    engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
-    return engine.merge_bytes
 
 
 def pairs_all_whole(vocab: Vocabulary) -> bool | None:

@@ -170,8 +170,8 @@ def load_registry(settings: Settings) -> Registry:
 
 def _gc_paused(load: Callable[P, R]) -> Callable[P, R]:
     """Loading a file allocates millions of small objects that form no cycles (the parsed merge
-    triples, the token bytes); the cyclic collector walked them again and again, a quarter of the
-    start-up. It is paused while one file loads (and resumed after, if it was running)."""
+    triples, the token bytes); the cyclic collector walked them again and again (about a tenth of
+    the start-up). It is paused while one file loads (and resumed after, if it was running)."""
 
     @functools.wraps(load)
     def paused(*args: P.args, **kwargs: P.kwargs) -> R:
