@@ -1,5 +1,6 @@
 """Service benchmark: `toksvc serve` under wrk on loopback, next to the framework floor (a minimal
-Litestar endpoint answering a constant) and the engine alone, so HTTP overhead is visible.
+Litestar endpoint answering a constant), the engine alone, so HTTP overhead is visible, and a
+FastAPI + tiktoken service written the obvious way (loadtests/fastapi_app.py), the same workers.
 
     python loadtests/bench_service.py              # about 3 minutes; needs `wrk` (Debian package)
     python loadtests/bench_service.py --seconds 5  # shorter runs
@@ -42,12 +43,13 @@ def texts(size: int, count: int) -> list[str]:
     return [corpus[i * step : i * step + size] for i in range(count)]
 
 
-def start_floor(workers: int) -> serving.Server:
-    """The floor app under plain uvicorn. It has no store and no /readyz: ready once it answers
-    20 times in a row, each on a new connection, so that the kernel spreads them over the workers.
-    (toksvc itself is started by `serving.start`, which waits for its own readiness signal.)"""
+def start_app(app: str, workers: int) -> serving.Server:
+    """A peer app (the floor, FastAPI + tiktoken) under plain uvicorn. It has no /readyz: ready
+    once it answers 20 times in a row, each on a new connection, so that the kernel spreads them
+    over the workers. (toksvc itself is started by `serving.start`, which waits for its own
+    readiness signal.)"""
     port = serving.free_port()
-    proc = subprocess.Popen([*UVICORN, "loadtests.floor_app:app", "--workers", str(workers),
+    proc = subprocess.Popen([*UVICORN, app, "--workers", str(workers),
                              "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
                              "--no-access-log"], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
@@ -66,7 +68,7 @@ def start_floor(workers: int) -> serving.Server:
     if streak >= 20:
         return server
     serving.stop(server)
-    raise RuntimeError("the floor app did not start")
+    raise RuntimeError(f"{app} did not start")
 
 
 def wrk(port: int, bodies: Path, connections: int, seconds: int) -> dict[str, float]:
@@ -78,7 +80,9 @@ def wrk(port: int, bodies: Path, connections: int, seconds: int) -> dict[str, fl
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    result["rps"] = result["requests"] / result["seconds"]
+    # answers per second that were answers (2xx): a fast 503 (e.g. too many large requests) is no
+    # throughput; errors and non-2xx are reported beside it
+    result["rps"] = (result["requests"] - result["non2xx"]) / result["seconds"]
     return result
 
 
@@ -115,24 +119,26 @@ def main() -> None:
     # The text cache is off, so every request does the full work (these texts never repeat anyway).
     env_off = {"TOKSVC_TEXT_CACHE_BYTES": "0"}
     os.environ.update(env_off)
-    servers = {  # (floor or toksvc, workers)
-        "floor, 1 worker": ("floor", 1),
+    servers = {  # name -> (a uvicorn app, or toksvc itself; workers)
+        "floor, 1 worker": ("loadtests.floor_app:app", 1),
         "toksvc, 1 worker": ("toksvc", 1),
         "toksvc, 2 workers": ("toksvc", 2),
-        "floor, 2 workers": ("floor", 2),
+        "floor, 2 workers": ("loadtests.floor_app:app", 2),
+        "fastapi+tiktoken, 1 worker": ("loadtests.fastapi_app:app", 1),
+        "fastapi+tiktoken, 2 workers": ("loadtests.fastapi_app:app", 2),
     }
     table = []
-    print(f"\n{'server':<20} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
+    print(f"\n{'server':<28} {'size':>6} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>9} "
           f"{'errors':>6}")  # fmt: skip
-    for name, (kind, workers) in servers.items():
-        server = start_floor(workers) if kind == "floor" else serving.start(workers=workers)
+    for name, (app, workers) in servers.items():
+        server = serving.start(workers=workers) if app == "toksvc" else start_app(app, workers)
         port = server.port
         try:
             for label in SIZES:
                 r = wrk(port, bodies[label], CONNECTIONS[label], args.seconds)
                 row = {"server": name, "size": label, "connections": CONNECTIONS[label], **r}
                 table.append(row)
-                print(f"{name:<20} {label:>6} {CONNECTIONS[label]:>5} {r['rps']:>9.1f} "
+                print(f"{name:<28} {label:>6} {CONNECTIONS[label]:>5} {r['rps']:>9.1f} "
                       f"{r['p50_ms']:>8.2f} {r['p99_ms']:>9.2f} {r['errors'] + r['non2xx']:>6.0f}",
                       flush=True)  # fmt: skip
         finally:
@@ -150,6 +156,10 @@ def main() -> None:
         "2 workers vs 1, 2KB": rps("toksvc, 2 workers", "2KB") / rps("toksvc, 1 worker", "2KB"),
         "2 workers vs 1, 1MB": rps("toksvc, 2 workers", "1MB") / rps("toksvc, 1 worker", "1MB"),
         "floor 2 workers vs 1, 2KB": rps("floor, 2 workers", "2KB") / rps("floor, 1 worker", "2KB"),
+        "toksvc vs fastapi+tiktoken, 2KB (1 worker)": rps("toksvc, 1 worker", "2KB")
+        / rps("fastapi+tiktoken, 1 worker", "2KB"),
+        "toksvc vs fastapi+tiktoken, 2KB (2 workers)": rps("toksvc, 2 workers", "2KB")
+        / rps("fastapi+tiktoken, 2 workers", "2KB"),
     }
     results["ratios"] = ratios
     print()

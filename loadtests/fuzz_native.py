@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import sys
 import time
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,39 @@ def load_extension(path: str) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["service.bpe._native"] = module
     spec.loader.exec_module(module)
+
+
+def build_check() -> Callable[[], None]:
+    """A hypothesis test: build_tokens (the start-up merge check in C) verifies exactly what the
+    reference checks accept, and builds the same bytes."""
+    from service.bpe import native
+    from service.store import validation
+    from service.store.fileformat import TokenizerFile
+
+    ids = st.one_of(st.integers(0, 300), st.integers(0, 2**24 - 1))
+    chain = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=60).map(
+        lambda pairs: [(a, b, 256 + i) for i, (a, b) in enumerate(pairs)]
+    )  # consecutive new ids: often valid for both rules, until a child is not yet defined
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(rule=st.sampled_from(["ranks", "pairs"]),
+           merges=st.one_of(chain, st.lists(st.tuples(ids, ids, ids), max_size=40)))  # fmt: skip
+    def check_build(rule: str, merges: list[tuple[int, int, int]]) -> None:
+        tf = TokenizerFile(name="f", version="1", rule=rule, pattern=None, merges=merges)  # type: ignore[arg-type]
+        seed = validation._check_byte_ids(tf)
+        built = native.build_tokens(rule, dict(seed), merges)
+        try:
+            validation._check_merges(tf, seed)
+            if rule == "ranks":
+                validation._check_unique_bytes(seed)
+        except validation._Rule:
+            assert built is None
+            return
+        assert built is not None
+        assert {i: b for i, b in enumerate(built[0]) if b is not None} == seed
+
+    return check_build  # type: ignore[no-any-return]
 
 
 def main() -> None:
@@ -77,11 +111,15 @@ def main() -> None:
         merged = engine._engine.merge_bytes(raw)
         assert b"".join(tokens[i] or b"" for i in merged) == raw, name
 
+    check_build = build_check()
+
     deadline, rounds = time.monotonic() + args.seconds, 0
     while time.monotonic() < deadline:
         check()
+        check_build()
         rounds += 1
-    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines, no failure")
+    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines and {rounds * 40} "
+          "merge lists checked at load, no failure")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ service then runs on the Python engine and says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import regex
@@ -75,12 +75,26 @@ class NativeEngine:
         return self._engine.count_batch(texts)
 
 
-def pairs_merger(vocab: Vocabulary) -> Callable[[bytes], list[int]] | None:
-    """The `pairs` rule of `vocab` in C, on one piece of bytes (None without the extension)."""
+def pairs_all_whole(vocab: Vocabulary) -> bool | None:
+    """Whether every token of a `pairs` vocabulary merges to itself alone under the `pairs` rule,
+    checked in C (None without the extension)."""
     if _native is None:
         return None
     engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
-    return engine.merge_bytes
+    return engine.all_whole(vocab.tokens)
+
+
+def build_tokens(
+    rule: str, seed: dict[int, bytes], merges: list[tuple[int, int, int]]
+) -> tuple[list[bytes | None], bytes] | None:
+    """Every token's bytes by id and the merges as a flat uint32 buffer, when the merge rules of
+    format v1 (children defined first, no pair twice, new ids in order and unused; for `ranks`, no
+    two tokens with the same bytes) all hold for `merges` on top of the `seed` tokens (id -> bytes).
+    None means "not verified" (a rule is broken, or no extension): the caller runs the reference
+    checks in service/store/validation.py, which name the broken entry."""
+    if _native is None:
+        return None
+    return _native.build_tokens(rule, seed, merges)
 
 
 def split(scanner: str, text: str) -> list[str]:

@@ -63,7 +63,7 @@ class Tokenizer:
         for text, tid in self.special_tokens.items():
             table[tid] = text.encode("utf-8")
         self._table = table
-        self._lengths = [None if b is None else len(b) for b in table]
+        self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
         self.n_vocab = len(table) - table.count(None)
         """Number of defined ids, special tokens included."""
 
@@ -172,6 +172,8 @@ class Tokenizer:
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
         lengths = self._lengths
+        if lengths is None:  # two threads may both build it: the same list, harmless
+            lengths = self._lengths = [None if b is None else len(b) for b in self._table]
         try:
             if ids and min(ids) < 0:
                 raise IndexError

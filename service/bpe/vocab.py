@@ -41,21 +41,29 @@ class Vocabulary:
         byte_ids: Sequence[int] = IDENTITY_BYTE_IDS,
         extra_tokens: Mapping[int, bytes] | None = None,
         *,
-        token_bytes: Mapping[int, bytes] | None = None,
+        token_bytes: Sequence[bytes | None] | None = None,
+        triples: bytes | None = None,
     ) -> Vocabulary:
         """Build from input the store has validated (children defined before use, ids unique).
-        `token_bytes` (id -> bytes of every token), when validation computed it already, saves
-        computing it again."""
+        `token_bytes` (every token's bytes by id, None where no token has that id) and `triples`
+        (`merges` as native uint32s), when validation computed them already, save computing
+        them again."""
         if token_bytes is None:
             computed: dict[int, bytes] = {tid: bytes([b]) for b, tid in enumerate(byte_ids)}
             computed.update(extra_tokens or {})
             for left, right, new in merges:
                 computed[new] = computed[left] + computed[right]
-            token_bytes = computed
-        tokens: list[bytes | None] = [None] * (max(token_bytes) + 1)
-        for tid, data in token_bytes.items():
-            tokens[tid] = data
-        return cls(rule, byte_ids, tokens, array("I", chain.from_iterable(merges)))
+            tokens: list[bytes | None] = [None] * (max(computed) + 1)
+            for tid, data in computed.items():
+                tokens[tid] = data
+        else:
+            tokens = list(token_bytes)
+        if triples is not None and len(triples) == 12 * len(merges):
+            flat = array("I")
+            flat.frombytes(triples)
+        else:
+            flat = array("I", chain.from_iterable(merges))
+        return cls(rule, byte_ids, tokens, flat)
 
     def items(self) -> Iterable[tuple[int, bytes]]:
         """(id, bytes) of every token."""
@@ -95,16 +103,11 @@ class Vocabulary:
         """
         if self.rule == "ranks":
             return True
-        from service.bpe.native import pairs_merger  # noqa: PLC0415 (native imports this module)
+        from service.bpe.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
 
-        native_merge = pairs_merger(self)
-        if native_merge is not None:  # the same rule in C: 50x faster on a large vocabulary
-            tokens = self.tokens
-            return all(
-                len(data) <= 2 or native_merge(data) == [new]
-                for new in self._triples[2::3]
-                if (data := tokens[new] or b"")
-            )
+        whole = pairs_all_whole(self)  # the same rule in C, in one call: 100x faster
+        if whole is not None:
+            return whole
         merges, byte_ids, tokens = self.merges, self.byte_ids, self.tokens
         for new in self._triples[2::3]:
             data = tokens[new] or b""

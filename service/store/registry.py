@@ -9,10 +9,13 @@ version is a name's default is never in doubt.
 
 from __future__ import annotations
 
+import functools
+import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import msgspec
 
@@ -28,10 +31,13 @@ from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
+from service.store.sharing import BuiltVocabulary, SharedVocabularies
 from service.store.validation import validate
 
 # (vocabulary, split pattern, self-consistent?) -> the engine that serves it
 EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
@@ -105,6 +111,7 @@ def load_store(
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
+    shared = SharedVocabularies()  # files that differ only in special tokens share one
     manifests: list[tuple[Path, Manifest]] = []
     for root in [store] if isinstance(store, Path) else store:
         try:
@@ -125,7 +132,7 @@ def load_store(
                 ))  # fmt: skip
                 continue
             try:
-                loaded = load_entry(root, entry, factory, text_cache)
+                loaded = load_entry(root, entry, factory, text_cache, shared=shared)
             except StoreError as exc:
                 registry.failures.append(exc)
                 continue
@@ -150,8 +157,32 @@ def listed_refs(stores: Sequence[Path]) -> list[str]:
     return refs
 
 
+def _gc_paused(load: Callable[P, R]) -> Callable[P, R]:
+    """Loading a file allocates millions of small objects that form no cycles (the parsed merge
+    triples, the token bytes); the cyclic collector walked them again and again (about a tenth of
+    the start-up). It is paused while one file loads (and resumed after, if it was running)."""
+
+    @functools.wraps(load)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@_gc_paused
 def load_entry(
-    store: Path, entry: ManifestEntry, factory: EngineFactory, text_cache: TextCache | None = None
+    store: Path,
+    entry: ManifestEntry,
+    factory: EngineFactory,
+    text_cache: TextCache | None = None,
+    *,
+    shared: SharedVocabularies | None = None,
 ) -> LoadedTokenizer:
     where = str(store / entry.path)
     data = read_verified(store, entry.path, entry.sha256)  # bounded; hashed before parsing
@@ -163,8 +194,15 @@ def load_entry(
         raise FormatError(
             where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
         )
-    token_bytes = validate(tf, where)
-    return build(entry, tf, factory, text_cache, token_bytes=token_bytes)
+    key = SharedVocabularies.key(tf) if shared is not None else b""
+    known = shared.get(key) if shared is not None else None
+    checked = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
+    loaded = build(entry, tf, factory, text_cache, token_bytes=checked.tokens,
+                   triples=checked.triples, known=known)  # fmt: skip
+    if shared is not None and known is None:
+        tokenizer = loaded.tokenizer
+        shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent))
+    return loaded
 
 
 def build(
@@ -173,19 +211,27 @@ def build(
     factory: EngineFactory,
     text_cache: TextCache | None = None,
     *,
-    token_bytes: dict[int, bytes] | None = None,
+    token_bytes: list[bytes | None] | None = None,
+    triples: bytes | None = None,
+    known: BuiltVocabulary | None = None,
 ) -> LoadedTokenizer:
-    vocab = Vocabulary.build(
-        tf.rule,
-        tf.merges,
-        tf.ids_of_bytes,
-        {tid: bytes.fromhex(h) for tid, h in tf.tokens},
-        token_bytes=token_bytes,
-    )
-    self_consistent = vocab.self_consistent()
+    """`known`: the vocabulary and engine of a file with the same content but for its special
+    tokens, built earlier in this load (service.store.sharing)."""
+    if known is None:
+        vocab = Vocabulary.build(
+            tf.rule,
+            tf.merges,
+            tf.ids_of_bytes,
+            {tid: bytes.fromhex(h) for tid, h in tf.tokens},
+            token_bytes=token_bytes,
+            triples=triples,
+        )
+        self_consistent = vocab.self_consistent()
+        known = BuiltVocabulary(vocab, factory(vocab, tf.pattern, self_consistent), self_consistent)
+    vocab, self_consistent = known.vocab, known.self_consistent
     tokenizer = Tokenizer(
         vocab,
-        factory(vocab, tf.pattern, self_consistent),
+        known.engine,
         tf.special_tokens,
         tf.normalization,
         cache=text_cache,

@@ -7,6 +7,7 @@
 
 #include "merge.h"
 #include "pretok.h"
+#include "vocab_check.h"
 
 #define GIL_THRESHOLD 2048
 #define MAX_TEXT 0x7FFFFFF0u
@@ -305,6 +306,28 @@ static PyObject *Engine_merge_bytes(EngineObject *self, PyObject *data) {
     return res;
 }
 
+/* all_whole(tokens): every token of more than two bytes merges to its own id alone (what
+   Vocabulary.self_consistent asks of a `pairs` vocabulary; two bytes always do) */
+static PyObject *Engine_all_whole(EngineObject *self, PyObject *tokens) {
+    if (!PyList_Check(tokens)) {
+        PyErr_SetString(PyExc_TypeError, "tokens must be a list");
+        return NULL;
+    }
+    sink_t out = {0};
+    int whole = 1;
+    for (Py_ssize_t id = 0; whole && id < PyList_GET_SIZE(tokens); id++) {
+        PyObject *t = PyList_GET_ITEM(tokens, id);
+        if (!PyBytes_Check(t) || PyBytes_GET_SIZE(t) <= 2) continue;
+        out.len = 0;
+        int rc = merge_piece(self, (const uint8_t *)PyBytes_AS_STRING(t),
+                             (size_t)PyBytes_GET_SIZE(t), &out);
+        if (rc) { free(out.ids); return raise_for(rc); }
+        whole = out.len == 1 && out.ids[0] == (uint32_t)id;
+    }
+    free(out.ids);
+    return PyBool_FromLong(whole);
+}
+
 static size_t pow2_at_least(size_t x) {
     size_t p = 16;
     while (p < x) p <<= 1;
@@ -451,6 +474,7 @@ GUARDED(Engine_count_batch)
 GUARDED(Engine_encode_pieces)
 GUARDED(Engine_count_pieces)
 GUARDED(Engine_merge_bytes)
+GUARDED(Engine_all_whole)
 
 static void Engine_dealloc(EngineObject *self) {
     bt_free(&self->bt);
@@ -471,6 +495,8 @@ static PyMethodDef Engine_methods[] = {
     {"encode_pieces", (PyCFunction)Engine_encode_pieces_checked, METH_O, "ids of pre-split pieces"},
     {"count_pieces", (PyCFunction)Engine_count_pieces_checked, METH_O, "count of pre-split pieces"},
     {"merge_bytes", (PyCFunction)Engine_merge_bytes_checked, METH_O, "ids of one piece of bytes"},
+    {"all_whole", (PyCFunction)Engine_all_whole_checked, METH_O,
+     "every token (list by id) of more than two bytes merges to itself alone"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -516,6 +542,8 @@ static PyObject *native_split(PyObject *module, PyObject *args) {
 
 static PyMethodDef module_methods[] = {
     {"split", native_split, METH_VARARGS, "split(scanner, text) -> pieces"},
+    {"build_tokens", native_build_tokens, METH_VARARGS,
+     "build_tokens(rule, seed, merges) -> (tokens by id, triples) if every merge rule holds, else None"},
     {NULL, NULL, 0, NULL},
 };
 
