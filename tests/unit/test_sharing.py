@@ -4,9 +4,9 @@
 from pathlib import Path
 
 import msgspec
-from service.store.engines import engine_factory
 
 from service.bpe import train
+from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile
 from service.store.manifest import add_to_store
 from service.store.registry import load_store
