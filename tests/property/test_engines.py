@@ -1,5 +1,5 @@
 """Differential: the fast engine equals the reference engine on generated text, for every shipped
-tokenizer (the corpora are covered in tests/unit/test_exactness.py). Generated text keeps to
+tokenizer (the corpora are covered in tests/slow/test_exactness.py). Generated text keeps to
 characters assigned by Unicode 14; see `assigned_texts` for why."""
 
 from __future__ import annotations

@@ -19,14 +19,12 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.serverproc import Server, free_port
 from tests.testdata import corpus_text, vocab_file
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text("utf-8")
-pytestmark = pytest.mark.slow
 
 
 def section(title: str) -> str:

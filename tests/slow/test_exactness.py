@@ -23,7 +23,6 @@ from tests.testdata import corpus_text as text_of
 from tests.testdata import vocab_file
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["registry", "reference"])
 @pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
 @pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
@@ -55,7 +54,6 @@ def test_special_tokens_match_tiktoken(registry: Registry, name: str) -> None:
         oracle.encode(text)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
 def test_qwen_matches_hugging_face_tokenizers(registry: Registry, corpus: str) -> None:
     hf = HFTokenizer.from_file(str(vocab_file("qwen3_tokenizer.json")))
@@ -69,7 +67,6 @@ def test_qwen_preset_lists_the_added_tokens_of_tokenizer_json(registry: Registry
     assert registry.resolve("qwen3").tokenizer.special_tokens == PRESETS["qwen2"].special_tokens
 
 
-@pytest.mark.slow
 def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
     registry: Registry, tmp_path: Path
 ) -> None:
@@ -84,7 +81,6 @@ def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(
         assert imported.tokenizer.encode(text) == shipped.encode(text), corpus
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("corpus", CORPORA, ids=lambda n: n.removesuffix(".txt"))
 @pytest.mark.parametrize("ref", ["bard@1", "bard@2"])
 def test_fast_engine_equals_reference_on_trained_tokenizers(

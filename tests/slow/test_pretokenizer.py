@@ -29,7 +29,6 @@ def code_points(lo: int, hi: int) -> list[int]:
     return [cp for cp in range(lo, hi) if not 0xD800 <= cp <= 0xDFFF]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCANNED))
 def test_every_code_point_splits_as_tiktoken(registry: Registry, name: str) -> None:
     engine = registry.resolve(name).tokenizer.engine

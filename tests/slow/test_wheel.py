@@ -8,10 +8,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 
 def test_the_wheel_installs_and_counts_with_its_own_store(tmp_path: Path) -> None:
