@@ -26,9 +26,11 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium_browser() -> Iterator[Browser]:
-    """One headless Chromium for the whole run."""
+    """One headless Chromium for the browser tests; Playwright's sync API keeps an event loop
+    running in the main thread while it lives, so it ends with them (tests after them may use
+    `asyncio.run`)."""
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail(

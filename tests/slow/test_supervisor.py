@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from tests.integration.rawhttp import NdjsonStream
-from tests.integration.test_faults import workers_of
 from tests.serverproc import ROOT, free_port, start_server, stop_server
+from tests.slow.test_faults import workers_of
 
 
 def wait_for(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
