@@ -119,6 +119,26 @@ static size_t scan_gpt2(const uint8_t *s, size_t n, size_t p) {
     return p + l;                /* \s */
 }
 
+/* \p{N}{1,3} after the first digit, which ends at e: at most two more */
+static size_t run_digits3(const uint8_t *s, size_t n, size_t e) {
+    size_t l;
+    for (int k = 1; k < 3 && (flags_at(s, n, e) & UC_N); k++) {
+        utf8_at(s, e, &l);
+        e += l;
+    }
+    return e;
+}
+
+/* ` ?[^\s\p{L}\p{N}]+` from p (whose character is c), then any run of \r \n (and / when
+   `slash`): the end, or 0 where it does not match */
+static size_t run_punct(const uint8_t *s, size_t n, size_t p, uint32_t c, int slash) {
+    size_t q = (c == ' ' && p + 1 < n && is_other(flags_at(s, n, p + 1))) ? p + 1 : p;
+    if (!is_other(flags_at(s, n, q))) return 0;
+    size_t e = run_other(s, n, q);
+    while (e < n && (s[e] == '\r' || s[e] == '\n' || (slash && s[e] == '/'))) e++;
+    return e;
+}
+
 /* cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
    | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s */
 static size_t scan_cl100k(const uint8_t *s, size_t n, size_t p) {
@@ -129,20 +149,8 @@ static size_t scan_cl100k(const uint8_t *s, size_t n, size_t p) {
     if (f & UC_L) return run_any(s, n, p, UC_L);
     if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & UC_L))
         return run_any(s, n, p + l, UC_L);
-    if (f & UC_N) {
-        e = p + l;
-        for (int k = 1; k < 3 && (flags_at(s, n, e) & UC_N); k++) {
-            utf8_at(s, e, &l);
-            e += l;
-        }
-        return e;
-    }
-    size_t q = (c == ' ' && is_other(flags_at(s, n, p + 1)) && p + 1 < n) ? p + 1 : p;
-    if (is_other(flags_at(s, n, q)) && q < n) {
-        e = run_other(s, n, q);
-        while (e < n && (s[e] == '\r' || s[e] == '\n')) e++;
-        return e;
-    }
+    if (f & UC_N) return run_digits3(s, n, p + l);
+    if ((e = run_punct(s, n, p, c, 0))) return e;
     e = run_space(s, n, p, &last, &last_nl);
     if (e == n) return e;                      /* \s++$ */
     if (last_nl != SIZE_MAX) return last_nl + 1; /* \s*[\r\n] */
@@ -188,20 +196,8 @@ static size_t scan_o200k(const uint8_t *s, size_t n, size_t p) {
     if ((prefix && (e = o200k_lower_tail(s, n, p + l))) || (e = o200k_lower_tail(s, n, p)) ||
         (prefix && (e = o200k_upper_head(s, n, p + l))) || (e = o200k_upper_head(s, n, p)))
         return (x = suffix_caseless(s, n, e)) ? x : e;
-    if (f & UC_N) {
-        e = p + l;
-        for (int k = 1; k < 3 && (flags_at(s, n, e) & UC_N); k++) {
-            utf8_at(s, e, &l);
-            e += l;
-        }
-        return e;
-    }
-    size_t q = (c == ' ' && p + 1 < n && is_other(flags_at(s, n, p + 1))) ? p + 1 : p;
-    if (is_other(flags_at(s, n, q))) {
-        e = run_other(s, n, q);
-        while (e < n && (s[e] == '\r' || s[e] == '\n' || s[e] == '/')) e++;
-        return e;
-    }
+    if (f & UC_N) return run_digits3(s, n, p + l);
+    if ((e = run_punct(s, n, p, c, 1))) return e;
     return space_o200k(s, n, p);
 }
 
@@ -216,12 +212,7 @@ static size_t scan_qwen2(const uint8_t *s, size_t n, size_t p) {
     if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & UC_L))
         return run_any(s, n, p + l, UC_L);
     if (f & UC_N) return p + l;
-    size_t q = (c == ' ' && p + 1 < n && is_other(flags_at(s, n, p + 1))) ? p + 1 : p;
-    if (is_other(flags_at(s, n, q))) {
-        e = run_other(s, n, q);
-        while (e < n && (s[e] == '\r' || s[e] == '\n')) e++;
-        return e;
-    }
+    if ((e = run_punct(s, n, p, c, 0))) return e;
     return space_o200k(s, n, p);
 }
 
