@@ -30,7 +30,7 @@ from service.api import metrics, problems
 from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.catalog import ref_of
-from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES, TokenizerDep
+from service.api.dependencies import SIGNATURE_TYPES, TokenizerDep, dependencies
 from service.api.wire import CountRequest, CountResponse
 from service.api.worker import KEY, Worker
 from service.runtime import load_registry
@@ -41,6 +41,7 @@ PATH = "/v1/tokenizers/{ref:str}/count"
 settings = Settings(text_cache_bytes=0)
 registry = load_registry(settings)
 decoder = msgspec.json.Decoder(CountRequest)
+worker = Worker(settings, registry)
 encode = msgspec.json.Encoder().encode
 
 
@@ -95,7 +96,7 @@ VARIANTS = {
                                          DefineMiddleware(LargeRequestSlots, settings=settings)],
                           "request_class": BodyRequest}),
     "dto": (with_dto, {"plugins": [StrictBodies()], "request_class": BodyRequest}),
-    "deps": (with_deps, {"dependencies": DEPENDENCIES, "signature_types": SIGNATURE_TYPES}),
+    "deps": (with_deps, {"dependencies": dependencies(worker), "signature_types": SIGNATURE_TYPES}),
     "struct": (with_struct, {}),
 }  # fmt: skip
 

@@ -28,7 +28,7 @@ from service.api import (
 )
 from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
-from service.api.dependencies import DEPENDENCIES, SIGNATURE_TYPES
+from service.api.dependencies import SIGNATURE_TYPES, dependencies
 from service.api.handoff import Handoff, received
 from service.api.ndjson import decode_stream
 from service.api.openapi import StrictStructSchemaPlugin
@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             *playground.handlers(settings),
         ],
         state=State({KEY: worker}),
-        dependencies=DEPENDENCIES,
+        dependencies=dependencies(worker),
         signature_types=SIGNATURE_TYPES,
         lifespan=[lifecycle.running],
         exception_handlers=problems.EXCEPTION_HANDLERS,

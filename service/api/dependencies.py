@@ -7,21 +7,21 @@
 `registry` the one serving now (503 before the store has loaded); `tokenizer` the one the path's
 `{ref}` names in it (404 naming the loaded ones otherwise).
 
-They form one chain, worker -> registry -> tokenizer, so Litestar resolves them one after
-another. Settings are read through `worker` rather than being a dependency of their own: two
-dependencies that do not depend on each other are resolved concurrently, in an anyio task group
-per request, which costs more than all three of these (see docs/performance.md).
+`worker` is known when the app is built, so it is a cached value (nothing to resolve per
+request); `registry` and `tokenizer` each read it, so a handler's dependencies form a chain that
+Litestar resolves one after another. Settings are read through `worker` rather than being a
+dependency of their own: two dependencies that do not depend on each other are resolved
+concurrently, in an anyio task group per request.
 """
 
 from __future__ import annotations
 
 from typing import TypeAlias
 
-from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath
 
-from service.api.worker import KEY, Worker
+from service.api.worker import Worker
 from service.store.registry import LoadedTokenizer, Registry
 
 # what a handler or provider writes for each (the parameter's name selects the dependency)
@@ -30,23 +30,26 @@ RegistryDep: TypeAlias = NamedDependency[Registry]
 TokenizerDep: TypeAlias = NamedDependency[LoadedTokenizer]
 
 
-def provide_worker(state: State) -> Worker:
-    worker: Worker = state[KEY]
-    return worker
-
-
 def provide_registry(worker: WorkerDep) -> Registry:
     return worker.serving()
 
 
-def provide_tokenizer(registry: RegistryDep, ref: FromPath[str]) -> LoadedTokenizer:
-    return registry.resolve(ref)
+def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
+    return worker.serving().resolve(ref)
 
 
-DEPENDENCIES = {
-    "worker": Provide(provide_worker, sync_to_thread=False),
-    "registry": Provide(provide_registry, sync_to_thread=False),
-    "tokenizer": Provide(provide_tokenizer, sync_to_thread=False),
-}
+def dependencies(worker: Worker) -> dict[str, Provide]:
+    """The providers of the app that `worker` runs."""
+
+    def provide_worker() -> Worker:
+        return worker
+
+    return {
+        "worker": Provide(provide_worker, use_cache=True, sync_to_thread=False),
+        "registry": Provide(provide_registry, sync_to_thread=False),
+        "tokenizer": Provide(provide_tokenizer, sync_to_thread=False),
+    }
+
+
 # the names a handler's signature may use for these types (Litestar resolves the annotations)
 SIGNATURE_TYPES = [Worker, Registry, LoadedTokenizer]
