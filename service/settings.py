@@ -46,8 +46,9 @@ def is_bundled(store: Path) -> bool:
 
 Count = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
-Seconds = Annotated[float, Meta(ge=0)]
-AtLeastASecond = Annotated[float, Meta(ge=1)]
+YEAR = 365 * 24 * 3600.0  # a finite cap: every deadline must end (and `inf` cannot be handed on)
+Seconds = Annotated[float, Meta(ge=0, le=YEAR)]
+AtLeastASecond = Annotated[float, Meta(ge=1, le=YEAR)]
 Port = Annotated[int, Meta(ge=0, le=65535)]
 Engine = Literal["auto", "python"]  # auto: the native engine (C) if built; python: the reference
 

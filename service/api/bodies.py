@@ -41,9 +41,13 @@ class BodyRequest(Request[Any, Any, Any]):
         seconds = worker_of(self.app).settings.body_seconds
         try:
             async with asyncio.timeout(seconds):
-                return await super().body()
+                body = await super().body()
         except TimeoutError:
             raise RequestTimeoutError(seconds) from None
+        if not body and self.route_handler.handler_id in StrictBody.decoders:
+            # Litestar hands an empty body to no DTO: it is malformed JSON all the same
+            raise ValidationException("malformed JSON: the body is empty")
+        return body
 
 
 class StrictBody(AbstractDTO[Any]):

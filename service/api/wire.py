@@ -155,8 +155,8 @@ class DecodeRequest(RequestBody, frozen=True):
     )
 
     def size(self) -> tuple[int, int]:
-        batch = self.batch if self.batch is not None else [self.ids or []]
-        return len(batch), sum(map(len, batch))
+        lists = [*(self.batch or []), *([self.ids] if self.ids is not None else [])]
+        return max(len(lists), 1), sum(map(len, lists))
 
 
 class DecodeResult(ResponseBody, frozen=True):

@@ -113,12 +113,14 @@ def test_lone_surrogate_is_422_naming_the_offset(client: TestClient[Any]) -> Non
 @pytest.mark.parametrize(
     "body",
     [b"{", b'{"text": 5}', b'{"text": "a", "texts": ["b"]}', b"{}", b'{"text": "a", "x": 1}',
-     b'{"texts": "not a list"}', b"[]"],
+     b'{"texts": "not a list"}', b"[]", b""],
 )  # fmt: skip
 def test_malformed_and_invalid_bodies_are_400(client: TestClient[Any], body: bytes) -> None:
     r = client.post("/v1/tokenizers/gpt2/encode", content=body,
                     headers={"content-type": "application/json"})  # fmt: skip
-    problem(r, 400, "invalid-body")
+    doc = problem(r, 400, "invalid-body")
+    # the body's JSON path, never the handler's argument name
+    assert all(e["key"].startswith("$") for e in doc["errors"]), doc
 
 
 def test_unknown_tokenizer_lists_what_exists(client: TestClient[Any]) -> None:
@@ -137,6 +139,11 @@ def test_limits_are_413(client: TestClient[Any]) -> None:
             "limit-exceeded")  # fmt: skip
     problem(client.post("/v1/tokenizers/gpt2/count", json={"text": "a" * 70_000}), 413,
             "limit-exceeded")  # fmt: skip
+    # ids and batch both given: all their ids count against the limit, before the 400
+    doc = problem(client.post("/v1/tokenizers/gpt2/decode", json={"ids": [1] * 40,
+                                                                  "batch": [[1] * 20]}),
+                  413, "limit-exceeded")  # fmt: skip
+    assert "(got 60)" in doc["detail"]
 
 
 def test_decode_step_carries_held_back_bytes(client: TestClient[Any], registry: Registry) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from service.api.handoff import ENV, Handoff, WorkerProcess, hand_on, received
 from service.errors import ConfigError
-from service.settings import BUNDLED_STORE, Settings
+from service.settings import BUNDLED_STORE, YEAR, Settings
 
 
 def test_the_defaults_hold_without_any_variable() -> None:
@@ -36,6 +36,8 @@ def test_values_are_parsed_from_strings() -> None:
         ("TOKSVC_PIECE_CACHE_SIZE", "-1"),  # >= 0
         ("TOKSVC_WRITE_SECONDS", "0.5"),  # >= 1 s
         ("TOKSVC_BODY_SECONDS", "-1"),
+        ("TOKSVC_BODY_SECONDS", "inf"),  # every deadline ends (and inf cannot be handed on)
+        ("TOKSVC_MAX_STREAM_SECONDS", "nan"),
         ("TOKSVC_PORT", "70000"),
         ("TOKSVC_PORT", "x"),
         ("TOKSVC_STRICT", "maybe"),
@@ -72,6 +74,13 @@ def test_workers_receive_exactly_what_serve_built(monkeypatch: pytest.MonkeyPatc
     handed = received()
     assert handed.settings == built and handed.process == process
     assert handed.process.supervised
+
+
+def test_the_largest_deadlines_are_handed_on_intact(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = Settings.from_env({"TOKSVC_BODY_SECONDS": str(YEAR), "TOKSVC_WRITE_SECONDS": "1e3"})
+    monkeypatch.setenv(ENV, "")
+    hand_on(Handoff(settings=built, process=WorkerProcess()))
+    assert received().settings == built and built.body_seconds == YEAR
 
 
 def test_a_lone_worker_reads_the_environment() -> None:
