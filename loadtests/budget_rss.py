@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-from serving import serve, wait_ready
+import serving
 
 T = "/v1/tokenizers/cl100k_base"
 
@@ -54,9 +53,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    proc, base, _ = serve("--workers", "1")
+    server = serving.start(workers=1)
+    base, proc = server.base, server.process
     try:
-        wait_ready(base)
         limit = int(os.environ.get("TOKSVC_MAX_OUTPUT_BYTES", str(16 * 1024 * 1024)))
         spaces = httpx.post(f"{base}{T}/encode", json={"text": " " * 128}).json()["ids"][0]
         short = httpx.post(f"{base}{T}/encode", json={"text": "hello"}).json()["ids"][0]
@@ -81,8 +80,7 @@ def main() -> int:
                 print(f"{name}, {n} at once: statuses {sorted(set(codes))}, RSS {before:.0f} -> "
                       f"peak {peak:.0f} MB")  # fmt: skip
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        serving.stop(server, 30)
     return 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from serving import serve, wait_ready
+import serving
 
 T = "/v1/tokenizers/gpt2"
 
@@ -49,7 +48,8 @@ def ndjson_in_small_chunks(port: int) -> int:
 def main() -> int:
     env = {**os.environ, "TOKSVC_MAX_BODY_BYTES": str(16 * 1024 * 1024),
            "TOKSVC_MAX_IDS_PER_REQUEST": "2000000", "TOKSVC_MAX_STREAM_IDS": "2000000"}  # fmt: skip
-    proc, base, port = serve(env=env)
+    server = serving.start(env=env)
+    proc, base, port = server.process, server.base, server.port
 
     def post(body: bytes, path: str) -> int:
         headers = {"content-type": "application/json"}
@@ -65,7 +65,6 @@ def main() -> int:
         "NDJSON: one 8 MB line in 1 KB chunks": lambda: ndjson_in_small_chunks(port),
     }  # fmt: skip
     try:
-        wait_ready(base)
         for name, send in cases.items():
             worst, done = 0.0, threading.Event()
 
@@ -88,8 +87,7 @@ def main() -> int:
             print(f"{name}: {status} in {took:.2f} s, worker CPU {used:.2f} s, "
                   f"worst /healthz {worst * 1000:.0f} ms")  # fmt: skip
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        serving.stop(server, 30)
     return 0
 
 

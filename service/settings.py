@@ -40,10 +40,6 @@ def parse_stores(raw: str) -> tuple[Path, ...]:
     return tuple(BUNDLED_STORE if part == BUNDLED else Path(part) for part in parts)
 
 
-def is_bundled(store: Path) -> bool:
-    return store.resolve() == BUNDLED_STORE
-
-
 Count = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(ge=1)]
 YEAR = 365 * 24 * 3600.0  # a finite cap: every deadline must end (and `inf` cannot be handed on)

@@ -24,7 +24,7 @@ from service.api.explain_wire import (
 )
 from service.api.openapi import json_post
 from service.api.wire import TokenizerRef
-from service.bpe import Rule, train
+from service.bpe import Rule, Vocabulary, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError
 from service.store.presets import PATTERNS
@@ -133,12 +133,10 @@ async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
             min_frequency=data.min_frequency,
         )
     )
-    tokens: list[bytes] = [bytes([b]) for b in range(256)]
-    for left, right, _ in model.merges:
-        tokens.append(tokens[left] + tokens[right])
+    learned = Vocabulary.build("pairs", model.merges).tokens[256:]
     return TrainResponse(
         merges=[list(m) for m in model.merges],
-        tokens=[d.hex() for d in tokens[256:]],
+        tokens=[d.hex() for d in learned if d is not None],
         pattern=data.pattern,
     )
 

@@ -125,6 +125,17 @@ def chunk(obj: Any) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
+def assert_the_slot_is_free(limited: Server, ids: list[int] | None = None) -> None:
+    """A new stream gets the worker's only stream slot and ends normally."""
+    second = NdjsonStream(limited.port, f"{T}/decode/stream")
+    if ids:
+        second.send({"ids": ids})
+    second.end_body()
+    lines = second.read_all()
+    assert second.status == 200 and lines[-1]["done"] is True
+    second.close()
+
+
 def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
     spaces = one_id(limited, " " * 128)
     sock = raw_request(limited.port, stream_head(f"{T}/decode/stream"), rcvbuf=4096)
@@ -132,12 +143,7 @@ def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server
         for _ in range(6):  # 6 x 2.5 MB of output, never read
             sock.sendall(chunk({"ids": [spaces] * 20_000}))
         time.sleep(WRITE_SECONDS + 2)
-        second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
-        second.send({"ids": [one_id(limited, "hello")]})
-        second.end_body()
-        lines = second.read_all()
-        assert second.status == 200 and lines[-1]["done"] is True
-        second.close()
+        assert_the_slot_is_free(limited, [one_id(limited, "hello")])
     finally:
         sock.close()
     assert serves(limited)
@@ -166,11 +172,7 @@ def test_a_websocket_whose_client_stops_reading_gives_its_slot_back(limited: Ser
             for _ in range(6):  # 6 x 2.5 MB of output
                 sock.sendall(message)
         time.sleep(WRITE_SECONDS + 2)
-        second = NdjsonStream(limited.port, f"{T}/decode/stream")  # the only slot: free again?
-        second.end_body()
-        lines = second.read_all()
-        assert second.status == 200 and lines[-1]["done"] is True
-        second.close()
+        assert_the_slot_is_free(limited)
     finally:
         sock.close()
     assert serves(limited)

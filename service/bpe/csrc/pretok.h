@@ -140,10 +140,9 @@ static size_t run_punct(const uint8_t *s, size_t n, size_t p, uint32_t c, int sl
 }
 
 /* cl100k's and qwen2's first alternatives, (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+,
-   from p (whose character is c, of l bytes): the end, or 0 where neither matches */
-static size_t run_word(const uint8_t *s, size_t n, size_t p, uint32_t c, size_t l) {
+   from p (whose character is c, of l bytes, with flags f): the end, or 0 where neither matches */
+static size_t run_word(const uint8_t *s, size_t n, size_t p, uint32_t c, size_t l, unsigned f) {
     size_t e;
-    unsigned f = flags_at(s, n, p);
     if (c == '\'' && (e = suffix_caseless(s, n, p))) return e;
     if (f & UC_L) return run_any(s, n, p, UC_L);
     if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & UC_L))
@@ -157,7 +156,7 @@ static size_t scan_cl100k(const uint8_t *s, size_t n, size_t p) {
     size_t l, last, last_nl, e;
     uint32_t c = utf8_at(s, p, &l);
     unsigned f = flags_at(s, n, p);
-    if ((e = run_word(s, n, p, c, l))) return e;
+    if ((e = run_word(s, n, p, c, l, f))) return e;
     if (f & UC_N) return run_digits3(s, n, p + l);
     if ((e = run_punct(s, n, p, c, 0))) return e;
     e = run_space(s, n, p, &last, &last_nl);
@@ -216,7 +215,7 @@ static size_t scan_qwen2(const uint8_t *s, size_t n, size_t p) {
     size_t l, e;
     uint32_t c = utf8_at(s, p, &l);
     unsigned f = flags_at(s, n, p);
-    if ((e = run_word(s, n, p, c, l))) return e;
+    if ((e = run_word(s, n, p, c, l, f))) return e;
     if (f & UC_N) return p + l;
     if ((e = run_punct(s, n, p, c, 0))) return e;
     return space_o200k(s, n, p);
