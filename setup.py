@@ -48,6 +48,7 @@ setup(
             sources=["service/bpe/csrc/_native.c"],
             depends=[
                 "service/bpe/csrc/merge.h",
+                "service/bpe/csrc/backtrack.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",

@@ -9,6 +9,7 @@ new to the tokenizer: a counter is prefixed to it, so no cache can answer.
     python loadtests/bench_engine.py                    # everything (about 3 minutes)
     python loadtests/bench_engine.py --quick            # two corpora, fewer repetitions
     python loadtests/bench_engine.py --startup          # only start-up time and RSS (5 processes)
+    python loadtests/bench_engine.py --worst            # only the worst-case table
 """
 
 from __future__ import annotations
@@ -269,6 +270,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--startup", action="store_true", help="only the start-up figures")
+    parser.add_argument("--worst", action="store_true", help="only the worst-case table")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "loadtests" / "results" / "bench_engine.json"
     )
@@ -276,6 +278,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.startup:
         bench_startup()
+        return
+    if args.worst:
+        bench_worst((SHARED / "corpus" / "en_shakespeare.txt").read_text("utf-8"))
         return
     corpora = sorted((SHARED / "corpus").glob("*.txt"))
     if args.quick:

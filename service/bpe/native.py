@@ -53,6 +53,12 @@ class NativeEngine:
             vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, code
         )
         self.nbytes = self._engine.nbytes
+        # the ranks rule walks longer pieces with backtrack.h when the vocabulary qualifies
+        self.backtracking = self._engine.backtracking
+
+    def merge_bytes(self, piece: bytes) -> list[int]:
+        """The ids of one piece given as bytes (no pre-tokenization, no special tokens)."""
+        return self._engine.merge_bytes(piece)
 
     def encode_ordinary(self, text: str) -> list[int]:
         if self._split is not None:

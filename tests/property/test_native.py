@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.bpe.native import NativeEngine
 from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.property.test_roundtrip import SHIPPED, pieces
@@ -54,3 +55,23 @@ def test_native_equals_the_reference_with_long_runs(
     """Characters assigned by Unicode 14, where the reference's `regex` and tiktoken agree."""
     fast, slow = registry.resolve(ref).tokenizer.engine, reference.resolve(ref).tokenizer.engine
     assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
+
+
+RANKS = ["cl100k_base", "gpt2", "o200k_base", "p50k_base", "qwen2"]
+
+
+@pytest.mark.parametrize("ref", RANKS)
+@SLOW_FIXTURES
+@given(data=st.data())
+def test_backtracking_merges_any_bytes_as_the_reference(
+    registry: Registry, ref: str, data: st.DataObject
+) -> None:
+    """One piece of raw bytes (UTF-8 or not) made of real tokens back to back, longer than the
+    backtracking encoder's threshold: the ranks rule of the reference (service/bpe/merge.py)."""
+    engine = registry.resolve(ref).tokenizer.engine
+    assert isinstance(engine, NativeEngine) and engine.backtracking
+    vocab = registry.resolve(ref).tokenizer.vocab
+    ids = st.integers(0, len(vocab.tokens) - 1)
+    chosen = data.draw(st.lists(ids, min_size=2, max_size=60))
+    piece = b"".join(vocab.tokens[i] or b"" for i in chosen) + data.draw(st.binary(max_size=6))
+    assert engine.merge_bytes(piece) == vocab.merge_piece(piece)

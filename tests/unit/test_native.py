@@ -10,11 +10,13 @@ import subprocess
 import sys
 import threading
 import time
+from array import array
 
 import pytest
 
 from service.bpe import PythonEngine, native
 from service.bpe.native import NativeEngine
+from service.bpe.vocab import Vocabulary
 from service.runtime import native_missing_warning
 from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, all_text, corpus_text
@@ -50,6 +52,28 @@ def test_long_pieces_merge_as_the_reference(registry: Registry, ref: str) -> Non
     for text in long_pieces():
         assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
         assert fast.count_ordinary(text) == len(slow.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("ref", [*RANKS, "qwen2", "p50k_base"])
+def test_shipped_ranks_vocabularies_qualify_for_backtracking(registry: Registry, ref: str) -> None:
+    engine = registry.resolve(ref).tokenizer.engine
+    assert isinstance(engine, NativeEngine)
+    assert engine.backtracking
+
+
+def test_a_token_ranked_before_its_part_keeps_the_heap_merge() -> None:
+    """ "abc" (id 256) is merged from "ab" (id 257): the backtracking encoder's reasoning does not
+    hold, so this vocabulary merges every piece as merge.h does, still exactly."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [b"abc", b"ab", b"ca"]
+    vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    assert not fast.backtracking
+    rng = random.Random(3)
+    mixed = ["".join(rng.choices("abc", k=n)) for n in (20, 70, 900)]
+    for text in ["abc" * 200, "ab" * 301, *mixed]:
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+    qualified = Vocabulary("ranks", range(256), [*tokens[:256], b"ab", b"abc", b"ca"], array("I"))
+    assert NativeEngine(qualified, None).backtracking
 
 
 @pytest.mark.parametrize("ref", RANKS + PAIRS + ["qwen2", "bard@2", "p50k_base"])

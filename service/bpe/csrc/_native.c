@@ -5,18 +5,23 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "backtrack.h"
 #include "merge.h"
 #include "pretok.h"
 #include "vocab_check.h"
 
 #define GIL_THRESHOLD 2048
 #define MAX_TEXT 0x7FFFFFF0u
+#ifndef BACKTRACK_FROM
+#define BACKTRACK_FROM 16 /* bytes: shorter pieces merge faster by the scan of merge.h */
+#endif
 
 typedef struct {
     PyObject_HEAD
     int pairs; /* 0: ranks rule, 1: pairs rule */
     int scanner;
     bytes_table bt;
+    backtrack_t bk; /* the ranks rule's backtracking tables (bk.on: in use) */
     pair_table pt;
     size_t nbytes;
 } EngineObject;
@@ -31,9 +36,18 @@ static scan_fn scanner_fn(int scanner) {
     }
 }
 
+/* the ranks rule for a piece that is not itself a token */
+static int merge_ranks_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+    if (e->bk.on && n >= BACKTRACK_FROM) return bk_encode(&e->bk, &e->bt, s, n, out);
+    return n < LONG_PIECE ? merge_ranks_short(&e->bt, s, n, out)
+                          : merge_ranks_long(&e->bt, s, n, out);
+}
+
 static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
     if (n == 0) return 0;
-    return e->pairs ? merge_pairs_piece(&e->pt, s, n, out) : merge_ranks_piece(&e->bt, s, n, out);
+    if (e->pairs) return merge_pairs_piece(&e->pt, s, n, out);
+    uint32_t whole = bt_lookup(&e->bt, s, n);
+    return whole != NO_RANK ? sink_put(out, whole) : merge_ranks_parts(e, s, n, out);
 }
 
 /* Within one text, a piece that is no token and occurs again is merged once: the memo maps its
@@ -50,7 +64,9 @@ typedef struct {
 } memo_t;
 
 #define MEMO_MAX_PIECE 64
-#define MEMO_MAX_SLOTS (1u << 20)
+#ifndef MEMO_MAX_SLOTS
+#define MEMO_MAX_SLOTS (1u << 16) /* 1.5 MB: a larger memo missed the cache on text that never repeats */
+#endif
 
 static memo_slot *memo_find(memo_t *m, const uint8_t *k, uint32_t len, uint32_t h) {
     for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
@@ -100,9 +116,7 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
         if (sl->key) return replay(out, sl);
     }
     size_t before = out->len;
-    int rc = e->pairs      ? merge_pairs_piece(&e->pt, s, n, out)
-             : n < LONG_PIECE ? merge_ranks_short(&e->bt, s, n, out)
-                              : merge_ranks_long(&e->bt, s, n, out);
+    int rc = e->pairs ? merge_pairs_piece(&e->pt, s, n, out) : merge_ranks_parts(e, s, n, out);
     if (rc) return rc;
     if (memo_room(m)) { *memo_off = 1; return 0; }
     memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
@@ -356,16 +370,26 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
     t->slots = calloc(t->mask + 1, sizeof *t->slots);
     t->blob = malloc(total + 1);
     t->pair_rank = malloc(65536 * sizeof *t->pair_rank);
-    if (!t->slots || !t->blob || !t->pair_rank) { PyErr_NoMemory(); goto done; }
+    t->filter_mask = pow2_at_least(longer * 16) - 1; /* ~6% of misses reach the slots */
+    t->filter = calloc((t->filter_mask + 1) / 64, sizeof *t->filter);
+    if (!t->slots || !t->blob || !t->pair_rank || !t->filter) { PyErr_NoMemory(); goto done; }
     memset(t->pair_rank, 0xFF, 65536 * sizeof *t->pair_rank);
     memset(t->byte_rank, 0xFF, sizeof t->byte_rank);
-    size_t off = 0;
+    backtrack_t *b = &self->bk;
+    b->ntok = (uint32_t)m;
+    b->off = calloc((size_t)m + 1, sizeof *b->off);
+    b->len = calloc((size_t)m + 1, sizeof *b->len);
+    if (!b->off || !b->len) { PyErr_NoMemory(); goto done; }
+    size_t off = 0, longest = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         PyObject *tok = PySequence_Fast_GET_ITEM(seq, i);
         if (tok == Py_None) continue;
         size_t len = (size_t)PyBytes_GET_SIZE(tok);
         memcpy(t->blob + off, PyBytes_AS_STRING(tok), len);
         bt_insert(t, (uint32_t)off, (uint32_t)len, (uint32_t)i);
+        b->off[i] = (uint32_t)off;
+        b->len[i] = (uint16_t)(len <= BK_MAX_TOKEN ? len : 0);
+        longest = len > longest ? len : longest;
         off += len;
     }
     for (int b = 0; b < 256; b++)
@@ -373,7 +397,17 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
             PyErr_Format(PyExc_ValueError, "byte 0x%02x is no token: the ranks rule needs all 256", b);
             goto done;
         }
-    self->nbytes = (t->mask + 1) * sizeof *t->slots + total + 65536 * sizeof *t->pair_rank;
+    self->nbytes = (t->mask + 1) * sizeof *t->slots + total + 65536 * sizeof *t->pair_rank +
+                   (t->filter_mask + 1) / 8;
+    if (longest <= BK_MAX_TOKEN) {
+        int built;
+        Py_BEGIN_ALLOW_THREADS
+        built = bk_build(b, t);
+        Py_END_ALLOW_THREADS
+        if (built) { PyErr_NoMemory(); goto done; }
+        self->nbytes += bk_nbytes(b);
+    }
+    if (!b->on) bk_free(b);
     rc = 0;
 done:
     Py_DECREF(seq);
@@ -478,6 +512,7 @@ GUARDED(Engine_all_whole)
 
 static void Engine_dealloc(EngineObject *self) {
     bt_free(&self->bt);
+    bk_free(&self->bk);
     pt_free(&self->pt);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -500,8 +535,15 @@ static PyMethodDef Engine_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *Engine_backtracking(EngineObject *self, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(self->bk.on);
+}
+
 static PyGetSetDef Engine_getset[] = {
     {"nbytes", (getter)Engine_nbytes, NULL, "bytes held by the look-up tables", NULL},
+    {"backtracking", (getter)Engine_backtracking, NULL,
+     "whether the ranks rule runs the backtracking encoder (backtrack.h) on longer pieces", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -25,6 +25,8 @@ typedef struct {
     uint8_t *blob;   /* every token's bytes, back to back */
     uint32_t byte_rank[256];
     uint32_t *pair_rank; /* 65536 entries: the id of every two-byte token */
+    uint64_t *filter;    /* one bit per hash value (& filter_mask) of each longer token: most */
+    size_t filter_mask;  /* look-ups are misses, and this answers them from a small table */
 } bytes_table;
 
 static inline uint32_t hash_bytes(const uint8_t *k, size_t len) {
@@ -58,6 +60,8 @@ static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t 
     if (len == 1) return t->byte_rank[k[0]];
     if (len == 2) return t->pair_rank[(size_t)k[0] << 8 | k[1]];
     uint32_t h = hash_bytes(k, len);
+    size_t bit = h & t->filter_mask;
+    if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) return NO_RANK;
     for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
         const slot_t *sl = &t->slots[i];
         if (sl->len == 0) return NO_RANK;
@@ -72,6 +76,8 @@ static int bt_insert(bytes_table *t, uint32_t off, uint32_t len, uint32_t id) {
     if (len == 1) { t->byte_rank[k[0]] = id; return 0; }
     if (len == 2) { t->pair_rank[(size_t)k[0] << 8 | k[1]] = id; return 0; }
     uint32_t h = hash_bytes(k, len);
+    size_t bit = h & t->filter_mask;
+    t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
     for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
         slot_t *sl = &t->slots[i];
         if (sl->len == 0) {
@@ -89,6 +95,7 @@ static void bt_free(bytes_table *t) {
     free(t->slots);
     free(t->blob);
     free(t->pair_rank);
+    free(t->filter);
     memset(t, 0, sizeof *t);
 }
 
@@ -283,12 +290,6 @@ done:
     }
     if (!h.on_stack) free(h.v);
     return rc;
-}
-
-static int merge_ranks_piece(const bytes_table *t, const uint8_t *s, size_t n, sink_t *out) {
-    uint32_t whole = bt_lookup(t, s, n);
-    if (whole != NO_RANK) return sink_put(out, whole);
-    return n < LONG_PIECE ? merge_ranks_short(t, s, n, out) : merge_ranks_long(t, s, n, out);
 }
 
 /* pairs rule, short piece */
