@@ -29,18 +29,29 @@ time; tokens longer than BK_MAX_TOKEN bytes also keep the heap merge for the who
 #define BK_STACK_PIECE 1024
 
 typedef struct {
+    uint32_t node, tok; /* NO_RANK: none */
+} bk_entry;
+
+typedef struct {
+    uint32_t key, node, tok;
+} bk_edge_t;
+
+#define EMPTY_KEY UINT32_MAX
+
+typedef struct {
     uint32_t ntok;
     uint32_t *off;          /* id -> offset of its bytes in the bytes table's blob */
     uint16_t *len;          /* id -> byte length; 0: no token */
     uint32_t *left, *right; /* id -> the two tokens its last merge joined (a byte: itself);
                                left == NO_RANK: not reachable */
     uint32_t *shorter;      /* id -> the longest reachable token that is a proper prefix of it */
-    /* the trie of reachable tokens: depth 1 and 2 in direct tables, deeper edges hashed */
-    uint32_t root[256];
-    uint32_t *depth2;       /* 65536: node of a two-byte prefix, NO_RANK if none */
-    uint64_t *edge;         /* (node << 8 | byte) << 32 | child; UINT64_MAX when empty */
+    /* the trie of reachable tokens: depth 1 and 2 in direct tables, deeper edges hashed; each
+       entry holds the node it leads to and the token ending there, so a step is one look-up */
+    bk_entry root[256];
+    bk_entry *depth2;       /* 65536, by the first two bytes */
+    bk_edge_t *edge;        /* key node << 8 | byte, EMPTY_KEY when empty */
     size_t edge_mask, edges;
-    uint32_t *node_tok;     /* node -> reachable token ending there, NO_RANK if none */
+    uint32_t *node_tok;     /* while building: node -> reachable token ending there */
     uint32_t nodes, node_cap;
     int on;                 /* 1: built and the vocabulary qualifies */
 } backtrack_t;
@@ -58,33 +69,35 @@ static inline size_t bk_hash(uint32_t key) {
     return (size_t)(h ^ (h >> 29));
 }
 
-static inline uint32_t bk_edge(const backtrack_t *b, uint32_t node, uint8_t c) {
+static inline const bk_edge_t *bk_edge(const backtrack_t *b, uint32_t node, uint8_t c) {
     uint32_t key = node << 8 | c;
     for (size_t i = bk_hash(key) & b->edge_mask;; i = (i + 1) & b->edge_mask) {
-        uint64_t e = b->edge[i];
-        if ((uint32_t)(e >> 32) == key) return (uint32_t)e;
-        if (e == UINT64_MAX) return NO_RANK;
+        const bk_edge_t *e = &b->edge[i];
+        if (e->key == key) return e;
+        if (e->key == EMPTY_KEY) return NULL;
     }
 }
 
 /* the longest reachable token s[0:k] (k <= n), NO_RANK if none */
 static inline uint32_t bk_longest(const backtrack_t *b, const uint8_t *s, size_t n) {
-    uint32_t node = b->root[s[0]];
-    if (node == NO_RANK) return NO_RANK;
-    uint32_t best = b->node_tok[node];
-    if (n < 2 || (node = b->depth2[(size_t)s[0] << 8 | s[1]]) == NO_RANK) return best;
-    if (b->node_tok[node] != NO_RANK) best = b->node_tok[node];
+    uint32_t best = b->root[s[0]].tok; /* every byte is a reachable token */
+    if (n < 2) return best;
+    const bk_entry *d = &b->depth2[(size_t)s[0] << 8 | s[1]];
+    if (d->node == NO_RANK) return best;
+    if (d->tok != NO_RANK) best = d->tok;
+    uint32_t node = d->node;
     for (size_t i = 2; i < n; i++) {
-        if ((node = bk_edge(b, node, s[i])) == NO_RANK) break;
-        if (b->node_tok[node] != NO_RANK) best = b->node_tok[node];
+        const bk_edge_t *e = bk_edge(b, node, s[i]);
+        if (!e) break;
+        if (e->tok != NO_RANK) best = e->tok;
+        node = e->node;
     }
     return best;
 }
 
 static size_t bk_nbytes(const backtrack_t *b) {
     return (size_t)b->ntok * (3 * sizeof(uint32_t) + sizeof(uint32_t) + sizeof(uint16_t)) +
-           65536 * sizeof(uint32_t) + (b->edge_mask + 1) * sizeof(uint64_t) +
-           (size_t)b->node_cap * sizeof(uint32_t);
+           65536 * sizeof(bk_entry) + (b->edge_mask + 1) * sizeof(bk_edge_t);
 }
 
 /* ---- building ---- */
@@ -105,13 +118,13 @@ static int bk_new_node(backtrack_t *b, uint32_t *node) {
 
 static int bk_grow_edges(backtrack_t *b) {
     size_t cap = b->edge_mask ? (b->edge_mask + 1) * 2 : 1u << 16;
-    uint64_t *edge = malloc(cap * sizeof *edge);
+    bk_edge_t *edge = malloc(cap * sizeof *edge);
     if (!edge) return -1;
     memset(edge, 0xFF, cap * sizeof *edge);
     for (size_t i = 0; b->edge && i <= b->edge_mask; i++) {
-        if (b->edge[i] == UINT64_MAX) continue;
-        size_t j = bk_hash((uint32_t)(b->edge[i] >> 32)) & (cap - 1);
-        while (edge[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
+        if (b->edge[i].key == EMPTY_KEY) continue;
+        size_t j = bk_hash(b->edge[i].key) & (cap - 1);
+        while (edge[j].key != EMPTY_KEY) j = (j + 1) & (cap - 1);
         edge[j] = b->edge[i];
     }
     free(b->edge);
@@ -125,22 +138,22 @@ static int bk_child(backtrack_t *b, uint32_t node, uint8_t c, uint32_t *child) {
     if ((b->edges + 1) * 2 > b->edge_mask + 1 && bk_grow_edges(b)) return -1;
     uint32_t key = node << 8 | c;
     size_t i = bk_hash(key) & b->edge_mask;
-    for (; b->edge[i] != UINT64_MAX; i = (i + 1) & b->edge_mask)
-        if ((uint32_t)(b->edge[i] >> 32) == key) { *child = (uint32_t)b->edge[i]; return 0; }
+    for (; b->edge[i].key != EMPTY_KEY; i = (i + 1) & b->edge_mask)
+        if (b->edge[i].key == key) { *child = b->edge[i].node; return 0; }
     int rc = bk_new_node(b, child);
     if (rc) return rc;
-    b->edge[i] = (uint64_t)key << 32 | *child;
+    b->edge[i] = (bk_edge_t){key, *child, NO_RANK};
     b->edges++;
     return 0;
 }
 
 static int bk_insert(backtrack_t *b, const uint8_t *s, size_t n, uint32_t id) {
-    uint32_t *slot = &b->root[s[0]], node;
+    uint32_t *slot = &b->root[s[0]].node, node;
     int rc;
     if (*slot == NO_RANK && (rc = bk_new_node(b, slot))) return rc;
     node = *slot;
     if (n >= 2) {
-        slot = &b->depth2[(size_t)s[0] << 8 | s[1]];
+        slot = &b->depth2[(size_t)s[0] << 8 | s[1]].node;
         if (*slot == NO_RANK && (rc = bk_new_node(b, slot))) return rc;
         node = *slot;
     }
@@ -185,6 +198,7 @@ static int bk_build(backtrack_t *b, const bytes_table *t) {
     b->right = malloc(ntok * sizeof *b->right);
     b->shorter = malloc(ntok * sizeof *b->shorter);
     b->depth2 = malloc(65536 * sizeof *b->depth2);
+    if (!b->edge && bk_grow_edges(b)) return -1;
     if (!b->left || !b->right || !b->shorter || !b->depth2) return -1;
     memset(b->root, 0xFF, sizeof b->root);
     memset(b->depth2, 0xFF, 65536 * sizeof *b->depth2);
@@ -207,6 +221,15 @@ static int bk_build(backtrack_t *b, const bytes_table *t) {
         if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
         if (rc) return -1;
     }
+    /* the token ending at each node goes next to the link that leads there */
+    for (int i = 0; i < 256; i++)
+        if (b->root[i].node != NO_RANK) b->root[i].tok = b->node_tok[b->root[i].node];
+    for (size_t i = 0; i < 65536; i++)
+        if (b->depth2[i].node != NO_RANK) b->depth2[i].tok = b->node_tok[b->depth2[i].node];
+    for (size_t i = 0; i <= b->edge_mask; i++)
+        if (b->edge[i].key != EMPTY_KEY) b->edge[i].tok = b->node_tok[b->edge[i].node];
+    free(b->node_tok);
+    b->node_tok = NULL;
     /* each reachable token's longest reachable proper prefix: walk its bytes in the trie */
     for (uint32_t id = 0; id < ntok; id++) {
         if (b->left[id] == NO_RANK || len[id] < 2) continue;
