@@ -54,8 +54,8 @@ def test_long_pieces_merge_as_the_reference(registry: Registry, ref: str) -> Non
         assert fast.count_ordinary(text) == len(slow.encode_ordinary(text))
 
 
-@pytest.mark.parametrize("ref", [*RANKS, "qwen2", "p50k_base"])
-def test_shipped_ranks_vocabularies_qualify_for_backtracking(registry: Registry, ref: str) -> None:
+@pytest.mark.parametrize("ref", [*RANKS, *PAIRS, "qwen2", "p50k_base", "bard@2"])
+def test_shipped_vocabularies_qualify_for_backtracking(registry: Registry, ref: str) -> None:
     engine = registry.resolve(ref).tokenizer.engine
     assert isinstance(engine, NativeEngine)
     assert engine.backtracking

@@ -36,18 +36,21 @@ static scan_fn scanner_fn(int scanner) {
     }
 }
 
-/* the ranks rule for a piece that is not itself a token */
-static int merge_ranks_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+/* a piece that is not itself a token (ranks) or longer than one byte (pairs) */
+static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
     if (e->bk.on && n >= BACKTRACK_FROM) return bk_encode(&e->bk, &e->bt, s, n, out);
+    if (e->pairs)
+        return n < LONG_PIECE ? merge_pairs_short(&e->pt, s, n, out)
+                              : merge_pairs_long(&e->pt, s, n, out);
     return n < LONG_PIECE ? merge_ranks_short(&e->bt, s, n, out)
                           : merge_ranks_long(&e->bt, s, n, out);
 }
 
 static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
     if (n == 0) return 0;
-    if (e->pairs) return merge_pairs_piece(&e->pt, s, n, out);
+    if (e->pairs) return n == 1 ? sink_put(out, e->pt.byte_ids[s[0]]) : merge_parts(e, s, n, out);
     uint32_t whole = bt_lookup(&e->bt, s, n);
-    return whole != NO_RANK ? sink_put(out, whole) : merge_ranks_parts(e, s, n, out);
+    return whole != NO_RANK ? sink_put(out, whole) : merge_parts(e, s, n, out);
 }
 
 /* Within one text, a piece that is no token and occurs again is merged once: the memo maps its
@@ -116,7 +119,7 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
         if (sl->key) return replay(out, sl);
     }
     size_t before = out->len;
-    int rc = e->pairs ? merge_pairs_piece(&e->pt, s, n, out) : merge_ranks_parts(e, s, n, out);
+    int rc = merge_parts(e, s, n, out);
     if (rc) return rc;
     if (memo_room(m)) { *memo_off = 1; return 0; }
     memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
@@ -392,29 +395,66 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
         longest = len > longest ? len : longest;
         off += len;
     }
-    for (int b = 0; b < 256; b++)
-        if (t->byte_rank[b] == NO_RANK) {
-            PyErr_Format(PyExc_ValueError, "byte 0x%02x is no token: the ranks rule needs all 256", b);
+    for (int c = 0; c < 256; c++)
+        if (t->byte_rank[c] == NO_RANK) {
+            PyErr_Format(PyExc_ValueError, "byte 0x%02x is no token: the ranks rule needs all 256", c);
             goto done;
         }
     self->nbytes = (t->mask + 1) * sizeof *t->slots + total + 65536 * sizeof *t->pair_rank +
                    (t->filter_mask + 1) / 8;
+    b->blob = t->blob;
     if (longest <= BK_MAX_TOKEN) {
         int built;
         Py_BEGIN_ALLOW_THREADS
-        built = bk_build(b, t);
+        built = bk_build_ranks(b, t);
         Py_END_ALLOW_THREADS
         if (built) { PyErr_NoMemory(); goto done; }
-        self->nbytes += bk_nbytes(b);
     }
-    if (!b->on) bk_free(b);
+    if (b->on) self->nbytes += bk_nbytes(b);
+    else bk_free(b);
     rc = 0;
 done:
     Py_DECREF(seq);
     return rc;
 }
 
-static int init_pairs(EngineObject *self, PyObject *byte_ids, PyObject *triples) {
+/* the pairs rule's backtracking tables need every token's bytes: copied from `tokens` (bytes or
+   None by id); 1 if they fit (every token at most BK_MAX_TOKEN bytes), 0 if not, -1 on error */
+static int bk_layout(backtrack_t *b, PyObject *tokens) {
+    PyObject *seq = PySequence_Fast(tokens, "tokens must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    size_t total = 0;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *tok = PySequence_Fast_GET_ITEM(seq, i);
+        if (tok == Py_None) continue;
+        if (!PyBytes_Check(tok) || (size_t)PyBytes_GET_SIZE(tok) > BK_MAX_TOKEN) goto done;
+        total += (size_t)PyBytes_GET_SIZE(tok);
+    }
+    b->ntok = (uint32_t)m;
+    b->own_blob = malloc(total + 1);
+    b->off = calloc((size_t)m + 1, sizeof *b->off);
+    b->len = calloc((size_t)m + 1, sizeof *b->len);
+    if (!b->own_blob || !b->off || !b->len) { PyErr_NoMemory(); rc = -1; goto done; }
+    size_t off = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *tok = PySequence_Fast_GET_ITEM(seq, i);
+        if (tok == Py_None) continue;
+        size_t len = (size_t)PyBytes_GET_SIZE(tok);
+        memcpy(b->own_blob + off, PyBytes_AS_STRING(tok), len);
+        b->off[i] = (uint32_t)off;
+        b->len[i] = (uint16_t)len;
+        off += len;
+    }
+    b->blob = b->own_blob;
+    rc = 1;
+done:
+    Py_DECREF(seq);
+    return rc;
+}
+
+static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples) {
     pair_table *t = &self->pt;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence");
     if (!seq) return -1;
@@ -452,6 +492,18 @@ static int init_pairs(EngineObject *self, PyObject *byte_ids, PyObject *triples)
         pt_insert(t, v[3 * i], v[3 * i + 1], v[3 * i + 2]);
     }
     self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals);
+    backtrack_t *b = &self->bk;
+    int fits = bk_layout(b, tokens);
+    if (fits < 0) goto done;
+    if (fits) {
+        int built;
+        Py_BEGIN_ALLOW_THREADS
+        built = bk_build_pairs(b, t, v, count);
+        Py_END_ALLOW_THREADS
+        if (built) { PyErr_NoMemory(); goto done; }
+    }
+    if (b->on) self->nbytes += bk_nbytes(b) + b->off[b->ntok - 1] + b->len[b->ntok - 1];
+    else bk_free(b);
     rc = 0;
 done:
     PyBuffer_Release(&view);
@@ -483,7 +535,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     }
     if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        return init_pairs(self, byte_ids, triples);
+        return init_pairs(self, tokens, byte_ids, triples);
     }
     PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     return -1;

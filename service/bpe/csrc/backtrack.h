@@ -1,165 +1,87 @@
-/* The ranks rule without re-scanning: bpe-openai's backtracking encoder (rust-gems `bpe`), in C.
+/* Both merge rules without re-scanning: bpe-openai's backtracking encoder (rust-gems `bpe`), in C.
 
-The ranks rule's output for a piece is the one sequence of tokens in which every token is
-"reachable" (its own bytes merge to it alone) and every adjacent pair is "valid" (the bytes of
-the two merge to exactly those two). So instead of merging, walk the piece left to right: take
-the longest reachable token that starts here (a trie), keep it if it is a valid pair with the
-token before it, else try its next shorter reachable prefix; when none fits, pop the previous
-token and mark this position dead (a bitfield), so no position is tried twice from the same
-token: O(n * longest token) per piece, with no re-scan and no heap.
+A rule's output for a piece is the one sequence of tokens in which every token is "reachable"
+(its own bytes merge to it alone) and every adjacent pair is "valid" (the bytes of the two merge
+to exactly those two). So instead of merging, walk the piece left to right: take the longest
+reachable token that starts here (trie.h), keep it if it is a valid pair with the token before
+it, else try its next shorter reachable prefix; when none fits, pop the previous token and mark
+this position dead (a bitfield), so no position is tried twice from the same token:
+O(n * longest token) per piece, with no re-scan and no heap.
 
 Validity of (left, right) replays the two tokens' merge trees backwards: of the two tokens at the
 boundary, the one with the higher rank was merged last, so undo it (its right part for the left
-token, its left part for the right one). Before each undo, the bytes on both sides of the boundary
-must not form a token that would have been merged earlier (rank below the undone merge; on a tie
-with the right token's merge the boundary pair is further left, so it would win). This reasoning
-needs every token to rank after the two parts it is merged from; a vocabulary where one does not
-(`bk_build` checks all) keeps the heap merge of merge.h.
-
-Each reachable token's last merge comes from running the ranks rule on its own bytes at build
-time; tokens longer than BK_MAX_TOKEN bytes also keep the heap merge for the whole vocabulary. */
+token, its left part for the right one). Before each undo, the two parts meeting at the boundary
+must not merge into a token that would have been merged earlier (rank below the undone merge; on
+a tie with the right token's merge the boundary pair is further left, so it would win). Whether
+two parts merge is the rule's own question: for `ranks`, do their bytes form a token; for
+`pairs`, is (left id, right id) a merge. This reasoning needs every token to rank after the two
+parts it is merged from (format v1 guarantees it for `pairs`); a `ranks` vocabulary where one
+does not (`bk_build_ranks` checks all) keeps the merges of merge.h, as does one with a token
+longer than BK_MAX_TOKEN bytes. Each reachable token's last merge comes from running the rule on
+its own bytes once, at build time. */
 #pragma once
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "merge.h"
+#include "trie.h"
 
 #define BK_MAX_TOKEN 1024
 #define BK_STACK_PIECE 1024
 
 typedef struct {
-    uint32_t node, tok; /* NO_RANK: none */
-} bk_entry;
-
-typedef struct {
-    uint32_t key, node, tok;
-} bk_edge_t;
-
-#define EMPTY_KEY UINT32_MAX
-
-typedef struct {
     uint32_t ntok;
-    uint32_t *off;          /* id -> offset of its bytes in the bytes table's blob */
-    uint16_t *len;          /* id -> byte length; 0: no token */
-    uint32_t *left, *right; /* id -> the two tokens its last merge joined (a byte: itself);
-                               left == NO_RANK: not reachable */
-    uint32_t *shorter;      /* id -> the longest reachable token that is a proper prefix of it */
-    /* the trie of reachable tokens: depth 1 and 2 in direct tables, deeper edges hashed; each
-       entry holds the node it leads to and the token ending there, so a step is one look-up */
-    bk_entry root[256];
-    bk_entry *depth2;       /* 65536, by the first two bytes */
-    bk_edge_t *edge;        /* key node << 8 | byte, EMPTY_KEY when empty */
-    size_t edge_mask, edges;
-    uint32_t *node_tok;     /* while building: node -> reachable token ending there */
-    uint32_t nodes, node_cap;
-    int on;                 /* 1: built and the vocabulary qualifies */
+    const uint8_t *blob;      /* every token's bytes: the ranks table's, or own_blob */
+    uint8_t *own_blob;
+    uint32_t *off;            /* id -> offset of its bytes in blob */
+    uint16_t *len;            /* id -> byte length; 0: no token */
+    uint32_t *left, *right;   /* id -> the two tokens its last merge joined (a byte: itself);
+                                 left == NO_RANK: not reachable */
+    uint32_t *shorter;        /* id -> the longest reachable token that is a proper prefix */
+    trie_t trie;              /* of the reachable tokens */
+    const pair_table *pairs;  /* the pairs rule's table; NULL for the ranks rule */
+    int on;                   /* 1: built, and the vocabulary qualifies */
 } backtrack_t;
 
 static void bk_free(backtrack_t *b) {
-    free(b->off); free(b->len); free(b->left); free(b->right); free(b->shorter);
-    free(b->depth2); free(b->edge); free(b->node_tok);
+    free(b->own_blob); free(b->off); free(b->len);
+    free(b->left); free(b->right); free(b->shorter);
+    trie_free(&b->trie);
     memset(b, 0, sizeof *b);
 }
 
-#define BK_MAX_NODES ((1u << 24) - 1) /* an edge's key is node << 8 | byte in 32 bits */
-
-static inline size_t bk_hash(uint32_t key) {
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h ^ (h >> 29));
-}
-
-static inline const bk_edge_t *bk_edge(const backtrack_t *b, uint32_t node, uint8_t c) {
-    uint32_t key = node << 8 | c;
-    for (size_t i = bk_hash(key) & b->edge_mask;; i = (i + 1) & b->edge_mask) {
-        const bk_edge_t *e = &b->edge[i];
-        if (e->key == key) return e;
-        if (e->key == EMPTY_KEY) return NULL;
-    }
-}
-
-/* the longest reachable token s[0:k] (k <= n), NO_RANK if none */
-static inline uint32_t bk_longest(const backtrack_t *b, const uint8_t *s, size_t n) {
-    uint32_t best = b->root[s[0]].tok; /* every byte is a reachable token */
-    if (n < 2) return best;
-    const bk_entry *d = &b->depth2[(size_t)s[0] << 8 | s[1]];
-    if (d->node == NO_RANK) return best;
-    if (d->tok != NO_RANK) best = d->tok;
-    uint32_t node = d->node;
-    for (size_t i = 2; i < n; i++) {
-        const bk_edge_t *e = bk_edge(b, node, s[i]);
-        if (!e) break;
-        if (e->tok != NO_RANK) best = e->tok;
-        node = e->node;
-    }
-    return best;
-}
-
 static size_t bk_nbytes(const backtrack_t *b) {
-    return (size_t)b->ntok * (3 * sizeof(uint32_t) + sizeof(uint32_t) + sizeof(uint16_t)) +
-           65536 * sizeof(bk_entry) + (b->edge_mask + 1) * sizeof(bk_edge_t);
+    return (size_t)b->ntok * (4 * sizeof(uint32_t) + sizeof(uint16_t)) + trie_nbytes(&b->trie);
 }
 
-/* ---- building ---- */
-
-static int bk_new_node(backtrack_t *b, uint32_t *node) {
-    if (b->nodes == BK_MAX_NODES) return -2;
-    if (b->nodes == b->node_cap) {
-        uint32_t cap = b->node_cap * 2 + 1024;
-        uint32_t *p = realloc(b->node_tok, cap * sizeof *p);
-        if (!p) return -1;
-        b->node_tok = p;
-        b->node_cap = cap;
-    }
-    b->node_tok[b->nodes] = NO_RANK;
-    *node = b->nodes++;
+/* left/right/shorter by id, all NO_RANK (not reachable) */
+static int bk_alloc(backtrack_t *b) {
+    size_t bytes = (size_t)b->ntok * sizeof(uint32_t);
+    b->left = malloc(bytes);
+    b->right = malloc(bytes);
+    b->shorter = malloc(bytes);
+    if (!b->left || !b->right || !b->shorter) return -1;
+    memset(b->left, 0xFF, bytes);
+    memset(b->right, 0xFF, bytes);
+    memset(b->shorter, 0xFF, bytes);
     return 0;
 }
 
-static int bk_grow_edges(backtrack_t *b) {
-    size_t cap = b->edge_mask ? (b->edge_mask + 1) * 2 : 1u << 16;
-    bk_edge_t *edge = malloc(cap * sizeof *edge);
-    if (!edge) return -1;
-    memset(edge, 0xFF, cap * sizeof *edge);
-    for (size_t i = 0; b->edge && i <= b->edge_mask; i++) {
-        if (b->edge[i].key == EMPTY_KEY) continue;
-        size_t j = bk_hash(b->edge[i].key) & (cap - 1);
-        while (edge[j].key != EMPTY_KEY) j = (j + 1) & (cap - 1);
-        edge[j] = b->edge[i];
+/* the trie of the reachable tokens and their shorter prefixes; b->on = qualifies */
+static int bk_index(backtrack_t *b, int qualifies) {
+    if (trie_init(&b->trie)) return -1;
+    for (uint32_t id = 0; id < b->ntok; id++) {
+        if (b->left[id] == NO_RANK || b->len[id] == 0) continue;
+        int rc = trie_insert(&b->trie, b->blob + b->off[id], b->len[id], id);
+        if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
+        if (rc) return -1;
     }
-    free(b->edge);
-    b->edge = edge;
-    b->edge_mask = cap - 1;
-    return 0;
-}
-
-/* the child of `node` by byte c, created if missing */
-static int bk_child(backtrack_t *b, uint32_t node, uint8_t c, uint32_t *child) {
-    if ((b->edges + 1) * 2 > b->edge_mask + 1 && bk_grow_edges(b)) return -1;
-    uint32_t key = node << 8 | c;
-    size_t i = bk_hash(key) & b->edge_mask;
-    for (; b->edge[i].key != EMPTY_KEY; i = (i + 1) & b->edge_mask)
-        if (b->edge[i].key == key) { *child = b->edge[i].node; return 0; }
-    int rc = bk_new_node(b, child);
-    if (rc) return rc;
-    b->edge[i] = (bk_edge_t){key, *child, NO_RANK};
-    b->edges++;
-    return 0;
-}
-
-static int bk_insert(backtrack_t *b, const uint8_t *s, size_t n, uint32_t id) {
-    uint32_t *slot = &b->root[s[0]].node, node;
-    int rc;
-    if (*slot == NO_RANK && (rc = bk_new_node(b, slot))) return rc;
-    node = *slot;
-    if (n >= 2) {
-        slot = &b->depth2[(size_t)s[0] << 8 | s[1]].node;
-        if (*slot == NO_RANK && (rc = bk_new_node(b, slot))) return rc;
-        node = *slot;
-    }
-    for (size_t i = 2; i < n; i++)
-        if ((rc = bk_child(b, node, s[i], &node))) return rc;
-    b->node_tok[node] = id;
+    trie_seal(&b->trie);
+    for (uint32_t id = 0; id < b->ntok; id++)
+        if (b->left[id] != NO_RANK && b->len[id] >= 2)
+            b->shorter[id] = trie_longest(&b->trie, b->blob + b->off[id], (size_t)b->len[id] - 1);
+    b->on = qualifies;
     return 0;
 }
 
@@ -185,29 +107,15 @@ static int bk_last_merge(const bytes_table *t, const uint8_t *s, size_t n, uint3
     return 1;
 }
 
-/* The tables for the ranks vocabulary `t` was built from, once the caller has set b->ntok and,
-   by id, b->off and b->len (where each token's bytes are in t->blob; length 0: no token; every
-   length at most BK_MAX_TOKEN). 0 on success (b->on says whether the vocabulary qualifies), -1
-   when out of memory. */
-static int bk_build(backtrack_t *b, const bytes_table *t) {
+/* The ranks vocabulary of `t`, once the caller has set ntok, blob, off and len (every length at
+   most BK_MAX_TOKEN). 0 on success (b->on: the vocabulary qualifies), -1 out of memory. */
+static int bk_build_ranks(backtrack_t *b, const bytes_table *t) {
     uint32_t bounds[BK_MAX_TOKEN + 1], ranks[BK_MAX_TOKEN];
-    uint32_t ntok = b->ntok;
-    const uint32_t *off = b->off;
-    const uint16_t *len = b->len;
-    b->left = malloc(ntok * sizeof *b->left);
-    b->right = malloc(ntok * sizeof *b->right);
-    b->shorter = malloc(ntok * sizeof *b->shorter);
-    b->depth2 = malloc(65536 * sizeof *b->depth2);
-    if (!b->edge && bk_grow_edges(b)) return -1;
-    if (!b->left || !b->right || !b->shorter || !b->depth2) return -1;
-    memset(b->root, 0xFF, sizeof b->root);
-    memset(b->depth2, 0xFF, 65536 * sizeof *b->depth2);
-    memset(b->shorter, 0xFF, ntok * sizeof *b->shorter);
+    if (bk_alloc(b)) return -1;
     int qualifies = 1;
-    for (uint32_t id = 0; id < ntok; id++) {
-        const uint8_t *s = t->blob + off[id];
-        size_t n = len[id], k;
-        b->left[id] = b->right[id] = NO_RANK;
+    for (uint32_t id = 0; id < b->ntok; id++) {
+        const uint8_t *s = b->blob + b->off[id];
+        size_t n = b->len[id], k;
         if (n == 0 || bt_lookup(t, s, n) != id) continue; /* no token, or bytes a later id owns */
         if (n == 1) {
             b->left[id] = b->right[id] = id;
@@ -217,37 +125,50 @@ static int bk_build(backtrack_t *b, const bytes_table *t) {
             b->left[id] = l;
             b->right[id] = r;
         }
-        int rc = b->left[id] != NO_RANK ? bk_insert(b, s, n, id) : 0;
-        if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
-        if (rc) return -1;
     }
-    /* the token ending at each node goes next to the link that leads there */
-    for (int i = 0; i < 256; i++)
-        if (b->root[i].node != NO_RANK) b->root[i].tok = b->node_tok[b->root[i].node];
-    for (size_t i = 0; i < 65536; i++)
-        if (b->depth2[i].node != NO_RANK) b->depth2[i].tok = b->node_tok[b->depth2[i].node];
-    for (size_t i = 0; i <= b->edge_mask; i++)
-        if (b->edge[i].key != EMPTY_KEY) b->edge[i].tok = b->node_tok[b->edge[i].node];
-    free(b->node_tok);
-    b->node_tok = NULL;
-    /* each reachable token's longest reachable proper prefix: walk its bytes in the trie */
-    for (uint32_t id = 0; id < ntok; id++) {
-        if (b->left[id] == NO_RANK || len[id] < 2) continue;
-        const uint8_t *s = t->blob + off[id];
-        b->shorter[id] = bk_longest(b, s, (size_t)len[id] - 1);
+    return bk_index(b, qualifies);
+}
+
+/* The pairs vocabulary of `t` and its merges (left, right, new; `count` of them), once the caller
+   has set ntok, blob, off and len. A token is reachable if the pairs rule merges its bytes to it
+   alone; its parts are then the merge that made it. */
+static int bk_build_pairs(backtrack_t *b, const pair_table *t, const uint32_t *triples,
+                          size_t count) {
+    if (bk_alloc(b)) return -1;
+    b->pairs = t;
+    int qualifies = 1;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t l = triples[3 * i], r = triples[3 * i + 1], id = triples[3 * i + 2];
+        if (id >= b->ntok) return 0; /* a merge whose token has no bytes: b->on stays 0 */
+        if (l >= id || r >= id) qualifies = 0;
+        b->left[id] = l;
+        b->right[id] = r;
     }
-    b->on = qualifies;
-    return 0;
+    for (int c = 0; c < 256; c++) {
+        uint32_t id = t->byte_ids[c];
+        if (id >= b->ntok || b->len[id] != 1 || b->blob[b->off[id]] != c) return 0; /* stays off */
+        b->left[id] = b->right[id] = id;
+    }
+    sink_t out = {0};
+    for (uint32_t id = 0; id < b->ntok; id++) {
+        if (b->left[id] == NO_RANK || b->len[id] < 2) continue;
+        out.len = 0;
+        int rc = merge_pairs_piece(t, b->blob + b->off[id], b->len[id], &out);
+        if (rc) { free(out.ids); return -1; }
+        if (out.len != 1 || out.ids[0] != id) b->left[id] = b->right[id] = NO_RANK;
+    }
+    free(out.ids);
+    return bk_index(b, qualifies);
 }
 
 /* ---- encoding ---- */
 
-/* Would the ranks rule, run on the bytes of `l` then `r` (meeting at s[at]), give exactly l, r? */
+/* Would the rule, run on the bytes of `l` then `r` (meeting at s[at]), give exactly l, r? */
 static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uint8_t *s, size_t at,
                            uint32_t l, uint32_t r) {
     uint32_t limit = NO_RANK, ll = b->len[l], rl = b->len[r];
     for (;;) {
-        uint32_t across = bt_lookup(t, s + at - ll, ll + rl);
+        uint32_t across = b->pairs ? pt_lookup(b->pairs, l, r) : bt_lookup(t, s + at - ll, ll + rl);
         if (across != NO_RANK && across < limit) return 0;
         if (l > r) { /* l was merged last: undo it */
             limit = l;
@@ -275,7 +196,8 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
     }
 }
 
-/* the ids of piece s[0:n] under the ranks rule (the caller has tried the whole piece) */
+/* the ids of piece s[0:n] (`t`: the ranks rule's table; for ranks, the caller has tried the
+   whole piece) */
 static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *s, size_t n,
                      sink_t *out) {
     uint32_t stack_toks[BK_STACK_PIECE];
@@ -288,17 +210,17 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
     if (!toks || !dead) goto done;
     memset(dead, 0, words * sizeof *dead);
     size_t top = 0, pos = 0;
-    uint32_t next = bk_longest(b, s, n);
+    uint32_t next = trie_longest(&b->trie, s, n);
     while (pos < n) {
         uint32_t tok = next, last = top ? toks[top - 1] : NO_RANK;
-        if (tok == NO_RANK) { rc = -2; goto done; }
+        if (tok == NO_RANK) { rc = -2; goto done; } /* a byte that is no token */
         for (;;) {
             size_t end = pos + b->len[tok];
             if (!(dead[end >> 6] >> (end & 63) & 1) &&
                 (last == NO_RANK || bk_valid(b, t, s, pos, last, tok))) {
                 toks[top++] = tok;
                 pos = end;
-                next = pos < n ? bk_longest(b, s + pos, n - pos) : NO_RANK;
+                next = pos < n ? trie_longest(&b->trie, s + pos, n - pos) : NO_RANK;
                 break;
             }
             if ((tok = b->shorter[tok]) != NO_RANK) continue;

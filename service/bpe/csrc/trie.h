@@ -1,0 +1,157 @@
+/* A byte trie of tokens, for "the longest token that starts here" (backtrack.h).
+
+Depth 1 and 2 are direct tables (256 and 65536 entries); deeper links live in one open-addressing
+hash table keyed by (node, byte). Each entry holds the node it leads to and the token ending
+there, so one step down is one look-up. */
+#pragma once
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h" /* NO_RANK */
+
+typedef struct {
+    uint32_t node, tok; /* NO_RANK: none */
+} trie_entry;
+
+typedef struct {
+    uint32_t key, node, tok; /* key: node << 8 | byte; TRIE_EMPTY when the slot is empty */
+} trie_link;
+
+#define TRIE_EMPTY UINT32_MAX
+#define TRIE_MAX_NODES ((1u << 24) - 1) /* node << 8 | byte must fit in 32 bits */
+
+typedef struct {
+    trie_entry root[256];
+    trie_entry *depth2; /* by the first two bytes */
+    trie_link *link;
+    size_t link_mask, links;
+    uint32_t *node_tok; /* while building: node -> token ending there */
+    uint32_t nodes, node_cap;
+} trie_t;
+
+static void trie_free(trie_t *t) {
+    free(t->depth2);
+    free(t->link);
+    free(t->node_tok);
+    memset(t, 0, sizeof *t);
+}
+
+static size_t trie_nbytes(const trie_t *t) {
+    return 65536 * sizeof(trie_entry) + (t->link_mask + 1) * sizeof(trie_link);
+}
+
+static inline size_t trie_hash(uint32_t key) {
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static inline const trie_link *trie_step(const trie_t *t, uint32_t node, uint8_t c) {
+    uint32_t key = node << 8 | c;
+    for (size_t i = trie_hash(key) & t->link_mask;; i = (i + 1) & t->link_mask) {
+        const trie_link *l = &t->link[i];
+        if (l->key == key) return l;
+        if (l->key == TRIE_EMPTY) return NULL;
+    }
+}
+
+/* the longest token s[0:k] (1 <= k <= n), NO_RANK if none */
+static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n) {
+    uint32_t best = t->root[s[0]].tok;
+    if (n < 2) return best;
+    const trie_entry *d = &t->depth2[(size_t)s[0] << 8 | s[1]];
+    if (d->node == NO_RANK) return best;
+    if (d->tok != NO_RANK) best = d->tok;
+    uint32_t node = d->node;
+    for (size_t i = 2; i < n; i++) {
+        const trie_link *l = trie_step(t, node, s[i]);
+        if (!l) break;
+        if (l->tok != NO_RANK) best = l->tok;
+        node = l->node;
+    }
+    return best;
+}
+
+/* ---- building: trie_init, trie_insert for each token, then trie_seal ---- */
+
+static int trie_new_node(trie_t *t, uint32_t *node) {
+    if (t->nodes == TRIE_MAX_NODES) return -2;
+    if (t->nodes == t->node_cap) {
+        uint32_t cap = t->node_cap * 2 + 1024;
+        uint32_t *p = realloc(t->node_tok, cap * sizeof *p);
+        if (!p) return -1;
+        t->node_tok = p;
+        t->node_cap = cap;
+    }
+    t->node_tok[t->nodes] = NO_RANK;
+    *node = t->nodes++;
+    return 0;
+}
+
+static int trie_grow(trie_t *t) {
+    size_t cap = t->link ? (t->link_mask + 1) * 2 : 1u << 16;
+    trie_link *link = malloc(cap * sizeof *link);
+    if (!link) return -1;
+    memset(link, 0xFF, cap * sizeof *link);
+    for (size_t i = 0; t->link && i <= t->link_mask; i++) {
+        if (t->link[i].key == TRIE_EMPTY) continue;
+        size_t j = trie_hash(t->link[i].key) & (cap - 1);
+        while (link[j].key != TRIE_EMPTY) j = (j + 1) & (cap - 1);
+        link[j] = t->link[i];
+    }
+    free(t->link);
+    t->link = link;
+    t->link_mask = cap - 1;
+    return 0;
+}
+
+static int trie_init(trie_t *t) {
+    memset(t, 0, sizeof *t);
+    memset(t->root, 0xFF, sizeof t->root);
+    t->depth2 = malloc(65536 * sizeof *t->depth2);
+    if (!t->depth2 || trie_grow(t)) return -1;
+    memset(t->depth2, 0xFF, 65536 * sizeof *t->depth2);
+    return 0;
+}
+
+static int trie_child(trie_t *t, uint32_t node, uint8_t c, uint32_t *child) {
+    if ((t->links + 1) * 2 > t->link_mask + 1 && trie_grow(t)) return -1;
+    uint32_t key = node << 8 | c;
+    size_t i = trie_hash(key) & t->link_mask;
+    for (; t->link[i].key != TRIE_EMPTY; i = (i + 1) & t->link_mask)
+        if (t->link[i].key == key) { *child = t->link[i].node; return 0; }
+    int rc = trie_new_node(t, child);
+    if (rc) return rc;
+    t->link[i] = (trie_link){key, *child, NO_RANK};
+    t->links++;
+    return 0;
+}
+
+/* 0, -1 out of memory, -2 too many nodes */
+static int trie_insert(trie_t *t, const uint8_t *s, size_t n, uint32_t id) {
+    uint32_t *slot = &t->root[s[0]].node, node;
+    int rc;
+    if (*slot == NO_RANK && (rc = trie_new_node(t, slot))) return rc;
+    node = *slot;
+    if (n >= 2) {
+        slot = &t->depth2[(size_t)s[0] << 8 | s[1]].node;
+        if (*slot == NO_RANK && (rc = trie_new_node(t, slot))) return rc;
+        node = *slot;
+    }
+    for (size_t i = 2; i < n; i++)
+        if ((rc = trie_child(t, node, s[i], &node))) return rc;
+    t->node_tok[node] = id;
+    return 0;
+}
+
+/* the token ending at each node goes next to the link that leads there */
+static void trie_seal(trie_t *t) {
+    for (int i = 0; i < 256; i++)
+        if (t->root[i].node != NO_RANK) t->root[i].tok = t->node_tok[t->root[i].node];
+    for (size_t i = 0; i < 65536; i++)
+        if (t->depth2[i].node != NO_RANK) t->depth2[i].tok = t->node_tok[t->depth2[i].node];
+    for (size_t i = 0; i <= t->link_mask; i++)
+        if (t->link[i].key != TRIE_EMPTY) t->link[i].tok = t->node_tok[t->link[i].node];
+    free(t->node_tok);
+    t->node_tok = NULL;
+}
