@@ -49,6 +49,7 @@ setup(
             depends=[
                 "service/bpe/csrc/merge.h",
                 "service/bpe/csrc/backtrack.h",
+                "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",

@@ -448,6 +448,7 @@ static int bk_layout(backtrack_t *b, PyObject *tokens) {
         off += len;
     }
     b->blob = b->own_blob;
+    b->own_bytes = total;
     rc = 1;
 done:
     Py_DECREF(seq);
@@ -502,7 +503,7 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
         Py_END_ALLOW_THREADS
         if (built) { PyErr_NoMemory(); goto done; }
     }
-    if (b->on) self->nbytes += bk_nbytes(b) + b->off[b->ntok - 1] + b->len[b->ntok - 1];
+    if (b->on) self->nbytes += bk_nbytes(b);
     else bk_free(b);
     rc = 0;
 done:

@@ -33,7 +33,8 @@ its own bytes once, at build time. */
 typedef struct {
     uint32_t ntok;
     const uint8_t *blob;      /* every token's bytes: the ranks table's, or own_blob */
-    uint8_t *own_blob;
+    uint8_t *own_blob;        /* (pairs rule) own_bytes long */
+    size_t own_bytes;
     uint32_t *off;            /* id -> offset of its bytes in blob */
     uint16_t *len;            /* id -> byte length; 0: no token */
     uint32_t *left, *right;   /* id -> the two tokens its last merge joined (a byte: itself);
@@ -52,7 +53,8 @@ static void bk_free(backtrack_t *b) {
 }
 
 static size_t bk_nbytes(const backtrack_t *b) {
-    return (size_t)b->ntok * (4 * sizeof(uint32_t) + sizeof(uint16_t)) + trie_nbytes(&b->trie);
+    return (size_t)b->ntok * (4 * sizeof(uint32_t) + sizeof(uint16_t)) + trie_nbytes(&b->trie) +
+           b->own_bytes;
 }
 
 /* left/right/shorter by id, all NO_RANK (not reachable) */
