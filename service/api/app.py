@@ -30,6 +30,7 @@ from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
 from service.api.dependencies import SIGNATURE_TYPES, dependencies
 from service.api.handoff import Handoff, received
+from service.api.hot_path import served_fast
 from service.api.ndjson import decode_stream
 from service.api.openapi import StrictStructSchemaPlugin
 from service.api.websocket import decode_ws
@@ -40,11 +41,13 @@ from service.store.registry import Registry
 log = logging.getLogger("toksvc")
 
 
-def create_app(settings: Settings | None = None, registry: Registry | None = None) -> Litestar:
+def create_app(settings: Settings | None = None, registry: Registry | None = None, *,
+               hot_path: bool = True) -> Litestar:  # fmt: skip
     """Build the app. Without a registry, start-up loads the store (in a thread) before the worker
     accepts a connection, so a worker that (re)starts never answers before it can serve; if no
     tokenizer loads, the worker does not start; if some files fail, `/readyz` answers 503 (and in
-    strict mode the worker exits)."""
+    strict mode the worker exits). `hot_path=False` leaves encode and count to their handlers
+    alone (`service.api.hot_path`; the tests compare both)."""
     handoff = received() if settings is None else Handoff(settings=settings)
     settings = handoff.settings
     worker = Worker(settings, registry, process=handoff.process)
@@ -54,7 +57,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         route_handlers=[
             *catalog.ROUTES,
             *probes.ROUTES,
-            *encoding.ROUTES,
+            *([served_fast(encoding.ROUTES)] if hot_path else encoding.ROUTES),
             *decoding.ROUTES,
             *models.ROUTES,
             *textops.ROUTES,

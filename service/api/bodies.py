@@ -25,6 +25,7 @@ from litestar import Request
 from litestar.dto import AbstractDTO
 from litestar.dto.data_structures import DTOFieldDefinition
 from litestar.exceptions import ValidationException
+from litestar.handlers import BaseRouteHandler
 from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
 
@@ -32,6 +33,7 @@ from service.api.budget import check_items
 from service.api.wire import DecodeRequest, RequestBody
 from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
+from service.settings import Settings
 
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
 
@@ -57,23 +59,8 @@ class StrictBody(AbstractDTO[Any]):
 
     def decode_bytes(self, value: bytes) -> Any:
         connection = self.asgi_connection
-        decoder = self.decoders[connection.route_handler.handler_id]
-        settings = worker_of(connection.app).settings
-        if decoder.type is DecodeRequest and (lists := value.count(b"[") - 1) > (
-            limit := settings.max_batch_items
-        ):
-            # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
-            # before decoding millions of them
-            raise LimitExceededError("items per batch", limit, lists)
-        try:
-            data: RequestBody = decoder.decode(value)
-        except msgspec.ValidationError as exc:
-            raise ValidationException(f"invalid body: {exc}") from None
-        except msgspec.DecodeError as exc:
-            _refuse_lone_surrogates(value)
-            raise ValidationException(f"malformed JSON: {exc}") from None
-        check_items(settings, *data.size())
-        return data
+        decoder = decoder_of(connection.route_handler)
+        return decode_body(decoder, value, worker_of(connection.app).settings)
 
     @classmethod
     def create_for_field_definition(
@@ -111,6 +98,31 @@ class StrictBodies(SerializationPlugin):
 
     def create_dto_for_type(self, field_definition: FieldDefinition) -> type[AbstractDTO[Any]]:
         return StrictBody
+
+
+def decoder_of(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any]:
+    """The decoder `StrictBody` uses for the body of `handler` (known once the app is built)."""
+    return StrictBody.decoders[handler.handler_id]
+
+
+def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Settings) -> Any:
+    """`value` decoded strictly by `decoder` into its request Struct, within the batch limits:
+    what every request body goes through (`StrictBody`, and the hot path of encode and count)."""
+    if decoder.type is DecodeRequest and (lists := value.count(b"[") - 1) > (
+        limit := settings.max_batch_items
+    ):
+        # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
+        # before decoding millions of them
+        raise LimitExceededError("items per batch", limit, lists)
+    try:
+        data: RequestBody = decoder.decode(value)
+    except msgspec.ValidationError as exc:
+        raise ValidationException(f"invalid body: {exc}") from None
+    except msgspec.DecodeError as exc:
+        _refuse_lone_surrogates(value)
+        raise ValidationException(f"malformed JSON: {exc}") from None
+    check_items(settings, *data.size())
+    return data
 
 
 def _refuse_lone_surrogates(body: bytes) -> None:

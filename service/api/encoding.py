@@ -1,4 +1,8 @@
-"""Encode and count: one text or a batch, with tiktoken's special-token policy."""
+"""Encode and count: one text or a batch, with tiktoken's special-token policy.
+
+What each answers is defined once (`encoded`, `counted`); the routes' handlers answer with it, and
+so does their hot path (`service.api.hot_path`), which serves a plain success without Litestar's
+per-request machinery and hands everything else to these handlers."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from service.api.wire import (
     TextsRequest,
 )
 from service.bpe import SpecialSet
+from service.store.registry import LoadedTokenizer
 
 
 def special_set(value: SpecialList) -> SpecialSet:
@@ -42,6 +47,38 @@ async def _per_text(data: TextsRequest, apply: Callable[..., Any]) -> tuple[list
     return texts, await run_work(sum(map(len, texts)), work)
 
 
+async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResponse:
+    """What encode answers for `data`: the route's handler and its hot path (`service.api.hot_path`)
+    both answer with this. The metrics are recorded last, once the answer is built: a request that
+    fails has recorded nothing."""
+    texts, results = await _per_text(data, tokenizer.tokenizer.encode)
+    extras = [
+        token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
+    ]
+    if data.text is not None:
+        answer = EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0],
+                                count=len(results[0]), pieces=extras[0][0],
+                                offsets=extras[0][1])  # fmt: skip
+    else:
+        answer = EncodeResponse(tokenizer=ref_of(tokenizer), results=[
+            EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
+            for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
+    metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
+    return answer
+
+
+async def counted(tokenizer: LoadedTokenizer, data: CountRequest) -> CountResponse:
+    """What count answers for `data` (shared as `encoded` is)."""
+    texts, counts = await _per_text(data, tokenizer.tokenizer.count)
+    total = sum(counts)
+    if data.text is not None:
+        answer = CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])
+    else:
+        answer = CountResponse(tokenizer=ref_of(tokenizer), counts=counts, total=total)
+    metrics.record(tokenizer.ref, "count", total, texts)
+    return answer
+
+
 @json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
            summary="Encode text to token ids",
            returns="the ids, and the vocabulary that produced them")  # fmt: skip
@@ -49,17 +86,7 @@ async def encode(tokenizer: TokenizerDep, data: JSONBody[EncodeRequest]) -> Enco
     """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
     special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
     special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
-    texts, results = await _per_text(data, tokenizer.tokenizer.encode)
-    metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
-    extras = [
-        token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
-    ]
-    if data.text is not None:
-        return EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0], count=len(results[0]),
-                              pieces=extras[0][0], offsets=extras[0][1])  # fmt: skip
-    return EncodeResponse(tokenizer=ref_of(tokenizer), results=[
-        EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
-        for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
+    return await encoded(tokenizer, data)
 
 
 @json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
@@ -68,12 +95,7 @@ async def encode(tokenizer: TokenizerDep, data: JSONBody[EncodeRequest]) -> Enco
 async def count(tokenizer: TokenizerDep, data: JSONBody[CountRequest]) -> CountResponse:
     """The number of ids encode would return, with the same special-token policy: `text` gives
     `count`; `texts` gives `counts`, one per text, and their `total`."""
-    texts, counts = await _per_text(data, tokenizer.tokenizer.count)
-    total = sum(counts)
-    metrics.record(tokenizer.ref, "count", total, texts)
-    if data.text is not None:
-        return CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])
-    return CountResponse(tokenizer=ref_of(tokenizer), counts=counts, total=total)
+    return await counted(tokenizer, data)
 
 
 ROUTES = [encode, count]

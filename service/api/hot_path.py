@@ -1,0 +1,132 @@
+"""The hot path of encode and count: a plain success served in one typed step.
+
+Litestar routes the request and runs the app's middlewares (request metrics, API keys, large
+request slots) as for any route; then `HotPath`, a route-level middleware on these two routes
+only, reads the body (within TOKSVC_BODY_SECONDS and the body size limit), decodes it with the
+decoder of the route's `StrictBody` DTO and its checks (`bodies.decode_body`), resolves the
+tokenizer and answers with what the handler answers (`encoding.encoded` / `encoding.counted`),
+encoded by msgspec as Litestar would. The handler's DTO, signature model and dependency chain
+cost more than the rest of the request outside the engine (docs/performance.md).
+
+Anything but plain success goes to the full path, with the body already read replayed: a body
+that does not decode or breaks a rule, an unknown tokenizer, a store not loaded, a limit, a
+special-token refusal. The handler then produces the answer, so every error (its status, its
+problem document) is the one the documented operation gives. The one answer made here is the
+timeout of a body that trickles in (the time is spent), mapped by `service.api.problems`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import msgspec
+from litestar import Router
+from litestar.handlers import HTTPRouteHandler
+from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
+
+from service.api import encoding, problems
+from service.api.bodies import decode_body, decoder_of
+from service.api.wire import CountRequest, EncodeRequest, ResponseBody
+from service.api.worker import worker_of
+from service.errors import RequestTimeoutError
+from service.store.registry import LoadedTokenizer
+
+Answer = Callable[[LoadedTokenizer, Any], Awaitable[ResponseBody]]
+ANSWERS: dict[Any, Answer] = {EncodeRequest: encoding.encoded, CountRequest: encoding.counted}
+_JSON = (b"content-type", b"application/json")
+_encode = msgspec.json.Encoder().encode
+
+
+class _Plan:
+    """What serving one route takes, worked out on its first request."""
+
+    __slots__ = ("answer", "decoder", "limit")
+
+    def __init__(self, handler: HTTPRouteHandler) -> None:
+        self.decoder = decoder_of(handler)
+        self.answer = ANSWERS[self.decoder.type]
+        self.limit: float = handler.resolve_request_max_body_size() or math.inf  # as Litestar
+
+
+class HotPath:
+    """ASGI middleware of the encode and count routes (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._plans: dict[int, _Plan] = {}  # by id of the route handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = scope["route_handler"]
+        if (plan := self._plans.get(id(handler))) is None:
+            plan = self._plans[id(handler)] = _Plan(cast("HTTPRouteHandler", handler))
+        if not _announced_within(scope, plan.limit):  # Litestar refuses it before reading
+            return await self.app(scope, receive, send)
+        worker = worker_of(scope["litestar_app"])
+        seconds = worker.settings.body_seconds
+        received: list[ReceiveMessage] = []
+        try:
+            async with asyncio.timeout(seconds):
+                body = await _read(receive, received, plan.limit)
+        except TimeoutError:
+            return await problems.send_raw(send, problems.for_error(RequestTimeoutError(seconds)))
+        if body is not None:
+            try:
+                data = decode_body(plan.decoder, body, worker.settings)
+                tokenizer = worker.serving().resolve(scope["path_params"]["ref"])
+                answer = await plan.answer(tokenizer, data)
+            except Exception:  # whatever it is, the full path answers it
+                pass
+            else:
+                return await _send_json(send, _encode(answer))
+        await self.app(scope, _replay(received, receive), send)
+
+
+def served_fast(handlers: list[HTTPRouteHandler]) -> Router:
+    """`handlers` (encode, count) with the hot path in front of each; nothing else changes."""
+    return Router("/", route_handlers=handlers, middleware=[HotPath])
+
+
+def _announced_within(scope: Scope, limit: float) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.isdigit() and int(value) <= limit
+    return True
+
+
+async def _read(receive: Receive, received: list[ReceiveMessage], limit: float) -> bytes | None:
+    """The whole body; None if the client left or the body is over `limit` (the full path then
+    answers as it would). Every message received is kept in `received`, to replay."""
+    chunks = []
+    size = 0
+    while True:
+        message = await receive()
+        received.append(message)
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(received: list[ReceiveMessage], receive: Receive) -> Receive:
+    """A `receive` that gives the messages already received, then the client's."""
+    pending = iter(received)
+
+    async def replay() -> ReceiveMessage:
+        return next(pending, None) or await receive()
+
+    return replay
+
+
+async def _send_json(send: Send, body: bytes) -> None:
+    """A 200 with the headers Litestar sends for a JSON answer."""
+    head = [_JSON, (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": head})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
