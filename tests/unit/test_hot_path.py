@@ -1,0 +1,133 @@
+"""The hot path of encode and count on its own (`service.api.hot_path.HotPath` around a stand-in
+for the full path): a plain success is answered without the full path; anything else reaches it
+with every message the client sent, and the hot path has sent and recorded nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+import pytest
+from litestar import Litestar
+
+from service.api import metrics
+from service.api.app import create_app
+from service.api.hot_path import HotPath
+from service.settings import Settings
+from service.store.registry import Registry
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def app(registry: Registry) -> Litestar:
+    return create_app(Settings(max_batch_items=4, max_body_bytes=1024), registry)
+
+
+class FullPath:
+    """Stands in for the handler: keeps the messages it receives, answers nothing."""
+
+    def __init__(self) -> None:
+        self.received: list[list[dict[str, Any]]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        messages = [await receive()]
+        while messages[-1]["type"] == "http.request" and messages[-1].get("more_body"):
+            messages.append(await receive())
+        self.received.append(messages)
+
+
+def request(body: bytes, *, more: bool = False) -> dict[str, Any]:
+    return {"type": "http.request", "body": body, "more_body": more}
+
+
+def call(app: Litestar, op: str, ref: str, messages: list[dict[str, Any]],
+         length: int | None = None) -> tuple[list[dict[str, Any]], FullPath]:  # fmt: skip
+    handler = app.route_handler_method_map[f"/v1/tokenizers/{{ref:str}}/{op}"]["POST"]
+    headers = [(b"content-type", b"application/json")]
+    if length is not None:
+        headers.append((b"content-length", b"%d" % length))
+    scope = {"type": "http", "method": "POST", "litestar_app": app, "route_handler": handler,
+             "path_params": {"ref": ref}, "headers": headers}  # fmt: skip
+    pending = list(messages)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    full = FullPath()
+    asyncio.run(HotPath(full)(scope, receive, send))
+    return sent, full
+
+
+def tokens(ref: str, op: str) -> float:
+    return float(metrics.TOKENS.labels(ref, op)._value.get())
+
+
+def test_a_count_is_answered_without_the_full_path(app: Litestar, registry: Registry) -> None:
+    text = "Hello, world 🎉"
+    before = tokens("gpt2@1", "count")
+    body = msgspec.json.encode({"text": text})
+    sent, full = call(app, "count", "gpt2", [request(body)], len(body))
+    assert full.received == []
+    start, answer = sent
+    assert start["status"] == 200
+    assert dict(start["headers"]) == {b"content-type": b"application/json",
+                                      b"content-length": b"%d" % len(answer["body"])}  # fmt: skip
+    expected = registry.resolve("gpt2").tokenizer.count(text)
+    assert msgspec.json.decode(answer["body"])["count"] == expected
+    assert tokens("gpt2@1", "count") - before == expected
+
+
+def test_a_body_in_several_messages_is_read_whole(app: Litestar, registry: Registry) -> None:
+    parts = [b'{"texts": ["Hel', b'lo", "a', b'b"], "allowed_special": "all"}']
+    messages = [request(p, more=True) for p in parts[:-1]] + [request(parts[-1])]
+    sent, full = call(app, "encode", "cl100k_base", messages)
+    assert full.received == []
+    results = msgspec.json.decode(sent[1]["body"])["results"]
+    tok = registry.resolve("cl100k_base").tokenizer
+    assert [r["ids"] for r in results] == [tok.encode("Hello"), tok.encode("ab")]
+
+
+ERRORS = [
+    ("count", "gpt2", b'{"text": '),
+    ("count", "gpt2", b""),
+    ("count", "gpt2", b'{"text": "a\\ud800"}'),
+    ("count", "gpt2", b'{"text": "a", "texts": ["b"]}'),
+    ("count", "gpt2", b'{"texts": ["a", "b", "c", "d", "e"]}'),  # 5 items, the limit is 4
+    ("count", "nope", b'{"text": "a"}'),
+    ("encode", "gpt2", f'{{"text": "a{EOT}"}}'.encode()),
+    ("encode", "gpt2", b'{"text": "a", "allowed_special": ["<|x|>"]}'),
+    ("encode", "gpt2", b'{"texts": ["ok", "' + EOT.encode() + b'"], "pieces": true}'),
+]
+
+
+@pytest.mark.parametrize(("op", "ref", "body"), ERRORS)
+def test_anything_else_reaches_the_full_path_with_the_body_sent(
+    app: Litestar, op: str, ref: str, body: bytes
+) -> None:
+    before = tokens("gpt2@1", op)
+    sent, full = call(app, op, ref, [request(body)], len(body))
+    assert sent == [] and full.received == [[request(body)]]
+    assert tokens("gpt2@1", op) == before  # the full path records what it answers, once
+
+
+def test_a_body_over_the_limit_reaches_the_full_path(app: Litestar) -> None:
+    # announced: handed on before anything is read
+    big = request(b'{"text": "' + b"a" * 2000 + b'"}')
+    assert call(app, "count", "gpt2", [big], 2012)[1].received == [[big]]
+    # streamed without a length: what was read, then the rest
+    parts = [request(b'{"text": "' + b"a" * 600, more=True), request(b"a" * 600, more=True),
+             request(b'"}')]  # fmt: skip
+    sent, full = call(app, "count", "gpt2", parts)
+    assert sent == [] and full.received == [parts]
+
+
+def test_a_client_that_leaves_mid_body_reaches_the_full_path(app: Litestar) -> None:
+    first = request(b'{"text": "a', more=True)
+    sent, full = call(app, "count", "gpt2", [first])
+    assert sent == [] and full.received == [[first, {"type": "http.disconnect"}]]
