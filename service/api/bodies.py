@@ -59,7 +59,7 @@ class StrictBody(AbstractDTO[Any]):
 
     def decode_bytes(self, value: bytes) -> Any:
         connection = self.asgi_connection
-        decoder = decoder_of(connection.route_handler)
+        decoder = self.decoders[connection.route_handler.handler_id]
         return decode_body(decoder, value, worker_of(connection.app).settings)
 
     @classmethod
@@ -100,9 +100,9 @@ class StrictBodies(SerializationPlugin):
         return StrictBody
 
 
-def decoder_of(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any]:
+def decoder_of(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any] | None:
     """The decoder `StrictBody` uses for the body of `handler` (known once the app is built)."""
-    return StrictBody.decoders[handler.handler_id]
+    return StrictBody.decoders.get(handler.handler_id)
 
 
 def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Settings) -> Any:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 from litestar import Router
@@ -40,15 +41,22 @@ _JSON = (b"content-type", b"application/json")
 _encode = msgspec.json.Encoder().encode
 
 
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """What serving one route takes, worked out on its first request."""
 
-    __slots__ = ("answer", "decoder", "limit")
+    decoder: msgspec.json.Decoder[Any]
+    answer: Answer
+    limit: float  # the body size limit, as Litestar reads it (None or 0: no limit)
 
-    def __init__(self, handler: HTTPRouteHandler) -> None:
-        self.decoder = decoder_of(handler)
-        self.answer = ANSWERS[self.decoder.type]
-        self.limit: float = handler.resolve_request_max_body_size() or math.inf  # as Litestar
+    @classmethod
+    def of(cls, handler: HTTPRouteHandler) -> _Plan | None:
+        """None for a route without a hot answer (Litestar's OPTIONS handler of these paths)."""
+        decoder = decoder_of(handler)
+        answer = None if decoder is None else ANSWERS.get(decoder.type)
+        if decoder is None or answer is None:
+            return None
+        return cls(decoder, answer, handler.resolve_request_max_body_size() or math.inf)
 
 
 class HotPath:
@@ -56,14 +64,12 @@ class HotPath:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self._plans: dict[int, _Plan] = {}  # by id of the route handler
+        self._plans: dict[int, _Plan | None] = {}  # by id of the route handler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = scope["route_handler"]
-        if (plan := self._plans.get(id(handler))) is None:
-            plan = self._plans[id(handler)] = _Plan(cast("HTTPRouteHandler", handler))
-        if not _announced_within(scope, plan.limit):  # Litestar refuses it before reading
-            return await self.app(scope, receive, send)
+        plan = self._plan(scope["route_handler"])
+        if plan is None or not _announced_within(scope, plan.limit):
+            return await self.app(scope, receive, send)  # (over the limit: Litestar refuses unread)
         worker = worker_of(scope["litestar_app"])
         seconds = worker.settings.body_seconds
         received: list[ReceiveMessage] = []
@@ -82,6 +88,12 @@ class HotPath:
             else:
                 return await _send_json(send, _encode(answer))
         await self.app(scope, _replay(received, receive), send)
+
+    def _plan(self, handler: Any) -> _Plan | None:
+        key = id(handler)
+        if key not in self._plans:
+            self._plans[key] = _Plan.of(handler)
+        return self._plans[key]
 
 
 def served_fast(handlers: list[HTTPRouteHandler]) -> Router:

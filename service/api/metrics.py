@@ -42,10 +42,19 @@ STORE_LOADED = Gauge(
 )
 
 
+_TOKEN_CHILDREN: dict[tuple[str, str], tuple[Any, Any]] = {}  # (tokenizer, operation) -> counters
+
+
 def record(tokenizer: str, operation: str, tokens: int, texts: Iterable[str | bytes]) -> None:
-    """Count the tokens and the UTF-8 bytes of the texts (or raw bytes) an operation handled."""
-    TOKENS.labels(tokenizer, operation).inc(tokens)
-    TEXT_BYTES.labels(tokenizer, operation).inc(
+    """Count the tokens and the UTF-8 bytes of the texts (or raw bytes) an operation handled.
+    The label children are looked up once per pair (a `labels()` call costs ~1.5 us)."""
+    if (pair := _TOKEN_CHILDREN.get((tokenizer, operation))) is None:
+        pair = _TOKEN_CHILDREN[(tokenizer, operation)] = (
+            TOKENS.labels(tokenizer, operation),
+            TEXT_BYTES.labels(tokenizer, operation),
+        )
+    pair[0].inc(tokens)
+    pair[1].inc(
         sum(
             len(t) if isinstance(t, bytes) else len(t.encode("utf-8", "surrogatepass"))
             for t in texts

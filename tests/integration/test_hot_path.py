@@ -22,7 +22,8 @@ from service.settings import Settings
 from service.store.registry import Registry
 from tests.serverproc import Server, free_port
 
-SETTINGS = Settings(max_body_bytes=65536, max_batch_items=16, body_seconds=2)
+ORIGIN = "http://app.example"
+SETTINGS = Settings(max_body_bytes=65536, max_batch_items=16, body_seconds=2, cors_origins=ORIGIN)
 JSON = {"content-type": "application/json"}
 EOT = "<|endoftext|>"
 LONG = "The quick brown fox, 狐狸 🦊, jumps. " * 600  # ~24 KB: the work runs in a thread
@@ -123,6 +124,21 @@ def test_any_content_type_is_judged_alike(apps: Any, content_type: str) -> None:
         path = "/v1/tokenizers/gpt2/count"
         headers = {"content-type": content_type}
         assert answer(hot.base, path, body, headers) == answer(full.base, path, body, headers)
+
+
+def test_options_and_cors_are_answered_alike(apps: Any) -> None:
+    hot, full = apps
+    path = "/v1/tokenizers/gpt2/encode"
+    preflight = {"origin": ORIGIN, "access-control-request-method": "POST"}
+    for headers in ({}, preflight):
+        got = [httpx.options(s.base + path, headers=headers) for s in (hot, full)]
+        assert got[0].status_code == got[1].status_code == 204
+        assert without_date(got[0].headers) == without_date(got[1].headers)
+    for body in ({"text": "hi"}, {"text": 1}):
+        headers = {**JSON, "origin": ORIGIN}
+        got = answer(hot.base, path, body, headers)
+        assert ("access-control-allow-origin", ORIGIN) in got[1]
+        assert got == answer(full.base, path, body, headers)
 
 
 def chunks(*parts: bytes) -> Iterator[bytes]:
