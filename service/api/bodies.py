@@ -6,8 +6,9 @@ plugin, gives every route whose body is a request Struct (`wire.RequestBody`) th
 Litestar hands it the raw bytes and it decodes them with msgspec in one strict pass (`"1"` is
 not the id 1; unknown fields are refused). Litestar's own path would parse the JSON and then
 convert it leniently, so the API's promise needed a second, strict decode before it; now there
-is one. A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no
-character): that is a 422 naming its offset, anything else a 400 with the parser's reason.
+is one (`decode_body`; the hot path of encode and count uses it too, with the same decoder).
+A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character):
+that is a 422 naming its offset, anything else a 400 with the parser's reason.
 
 `BodyRequest` reads the body within TOKSVC_BODY_SECONDS: a client that sends it more slowly gets
 a 408 and the worker moves on.
