@@ -42,25 +42,34 @@ def request(body: bytes, *, more: bool = False) -> dict[str, Any]:
     return {"type": "http.request", "body": body, "more_body": more}
 
 
-def call(app: Litestar, op: str, ref: str, messages: list[dict[str, Any]],
-         length: int | None = None) -> tuple[list[dict[str, Any]], FullPath]:  # fmt: skip
+def scope_of(app: Litestar, op: str, ref: str, length: int | None = None) -> dict[str, Any]:
     handler = app.route_handler_method_map[f"/v1/tokenizers/{{ref:str}}/{op}"]["POST"]
     headers = [(b"content-type", b"application/json")]
     if length is not None:
         headers.append((b"content-length", b"%d" % length))
-    scope = {"type": "http", "method": "POST", "litestar_app": app, "route_handler": handler,
-             "path_params": {"ref": ref}, "headers": headers}  # fmt: skip
-    pending = list(messages)
-    sent: list[dict[str, Any]] = []
+    return {"type": "http", "method": "POST", "litestar_app": app, "route_handler": handler,
+            "path_params": {"ref": ref}, "headers": headers}  # fmt: skip
 
-    async def receive() -> dict[str, Any]:
-        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
+async def serve(hot: HotPath, scope: dict[str, Any], receive: Any) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
+    await hot(scope, receive, send)
+    return sent
+
+
+def call(app: Litestar, op: str, ref: str, messages: list[dict[str, Any]],
+         length: int | None = None) -> tuple[list[dict[str, Any]], FullPath]:  # fmt: skip
+    pending = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
     full = FullPath()
-    asyncio.run(HotPath(full)(scope, receive, send))
+    sent = asyncio.run(serve(HotPath(full), scope_of(app, op, ref, length), receive))
     return sent, full
 
 
@@ -131,3 +140,57 @@ def test_a_client_that_leaves_mid_body_reaches_the_full_path(app: Litestar) -> N
     first = request(b'{"text": "a', more=True)
     sent, full = call(app, "count", "gpt2", [first])
     assert sent == [] and full.received == [[first, {"type": "http.disconnect"}]]
+
+
+@pytest.fixture(scope="module")
+def hasty(registry: Registry) -> Litestar:
+    return create_app(Settings(body_seconds=0.2), registry)
+
+
+def test_bodies_that_do_not_arrive_in_time_get_408_and_the_others_their_answer(
+    hasty: Litestar,
+) -> None:
+    """One clock for all: bodies that stall, started at different times, each time out; a body
+    that arrives in time is answered, and is not cancelled later."""
+    body = request(b'{"text": "in time"}')
+
+    async def stalls() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError
+
+    async def slow() -> dict[str, Any]:
+        await asyncio.sleep(0.05)
+        return body
+
+    async def later(receive: Any) -> list[dict[str, Any]]:
+        await asyncio.sleep(0.1)
+        return await serve(hot, scope_of(hasty, "count", "gpt2"), receive)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        both = asyncio.gather(serve(hot, scope_of(hasty, "count", "gpt2"), stalls),
+                              later(stalls), later(slow))  # fmt: skip
+        return list(await asyncio.wait_for(both, 10))  # a clock that never fires fails, not hangs
+
+    full = FullPath()
+    hot = HotPath(full)
+    first, second, answered = asyncio.run(run())
+    for sent in (first, second):
+        assert sent[0]["status"] == 408
+        assert msgspec.json.decode(sent[1]["body"])["type"] == "/problems/request-timeout"
+    assert answered[0]["status"] == 200 and full.received == []
+
+
+def test_a_reader_cancelled_by_someone_else_is_cancelled(hasty: Litestar) -> None:
+    async def stalls() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError
+
+    async def run() -> None:
+        task = asyncio.ensure_future(serve(HotPath(FullPath()), scope_of(hasty, "count", "gpt2"),
+                                           stalls))  # fmt: skip
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(run())
