@@ -125,6 +125,13 @@ def test_anything_else_reaches_the_full_path_with_the_body_sent(
     assert tokens("gpt2@1", op) == before  # the full path records what it answers, once
 
 
+def test_before_the_store_has_loaded_the_full_path_answers() -> None:
+    loading = create_app(Settings())  # no registry: the lifespan (not run here) would load it
+    body = request(b'{"text": "a"}')
+    sent, full = call(loading, "count", "gpt2", [body])
+    assert sent == [] and full.received == [[body]]
+
+
 def test_a_body_over_the_limit_reaches_the_full_path(app: Litestar) -> None:
     # announced: handed on before anything is read
     big = request(b'{"text": "' + b"a" * 2000 + b'"}')
