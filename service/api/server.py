@@ -54,7 +54,7 @@ def serve(
     )
     try:
         if workers > 1:
-            supervisor = Supervisor(config, sockets=[config.bind_socket()], process=process)
+            supervisor = Supervisor(config, process=process)
             supervisor.run()
             if supervisor.exit_code:
                 sys.exit(supervisor.exit_code)

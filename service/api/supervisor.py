@@ -13,6 +13,14 @@ restart-on-failure policy never saw. `Supervisor` instead:
 - on SIGHUP reloads the store inside every worker (replacing workers was measured to fail a
   request now and then).
 
+Each worker listens on its own socket, all bound to the same address with SO_REUSEPORT, so the
+kernel spreads new connections over the workers by a hash of the client's address and port.
+With one shared socket, the worker that wakes first accepts every pending connection at once:
+under keep-alive clients (wrk, a proxy's pool) one worker served all of them while the other
+idled, at random from run to run. A worker's socket is made just before it starts and only the
+worker holds it: when the worker dies the socket goes with it, so no connection waits in the
+queue of a worker that is not there (the others take them all until the replacement listens).
+
 A worker watches its parent (`service.api.lifecycle.watch_supervisor`): when the supervisor is
 gone it shuts down gracefully instead of serving on as an orphan that nobody restarts or reloads.
 """
@@ -23,6 +31,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import time
 
 from uvicorn.config import Config
@@ -36,9 +45,29 @@ MAX_BACKOFF = 30.0
 log = logging.getLogger("uvicorn.error")
 
 
+def check_port(config: Config) -> None:
+    """Bind a plain socket to the address and close it: if the port is taken (by anything, another
+    toksvc included), uvicorn logs it and exits with its start-up failure status, as with one
+    shared socket. (While our workers listen, a later process of this user cannot join them
+    without SO_REUSEPORT, and the kernel lets no other user join.)"""
+    config.bind_socket().close()  # logs "running on ...", or exits if the port is taken
+
+
+def worker_socket(config: Config) -> socket.socket:
+    """A socket bound to `config`'s host and port with SO_REUSEPORT, for one worker."""
+    family = socket.AF_INET6 if config.host and ":" in config.host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((config.host, config.port))
+    sock.set_inheritable(True)
+    return sock
+
+
 class Supervisor(Multiprocess):
-    def __init__(self, config: Config, sockets: list[object], process: WorkerProcess) -> None:
-        super().__init__(config, sockets)  # type: ignore[arg-type]
+    def __init__(self, config: Config, process: WorkerProcess) -> None:
+        check_port(config)
+        super().__init__(config, [])
         self.worker_process = process  # what the workers are handed (state dir, roster)
         self.exit_code = 0
         self.retry_at: dict[int, float] = {}  # slot -> when its next start is due
@@ -108,10 +137,18 @@ class Supervisor(Multiprocess):
                     process.pid, process.exitcode)  # fmt: skip
         self._start(idx)
 
+    def init_processes(self) -> None:
+        self.processes = [self._process() for _ in range(self.processes_num)]
+
     def _start(self, idx: int) -> None:
-        process = Process(self.config, self.sockets)
-        process.start()
-        self.processes[idx] = process
+        self.processes[idx] = self._process()
+
+    def _process(self) -> Process:
+        """A started worker on a socket of its own (see the module docstring)."""
+        with worker_socket(self.config) as sock:
+            process = Process(self.config, [sock])
+            process.start()  # the worker has its own copy of the socket now
+        return process
 
 
 def _healthcheck(process: Process, timeout: float) -> bool | None:

@@ -176,3 +176,52 @@ def test_readyz_counts_the_workers_that_have_loaded_the_store(store: Path) -> No
     finally:
         stop_server(server)
     assert server.process.returncode == 0
+
+
+def established_per_worker(pids: list[int], port: int) -> dict[int, int]:
+    """Connections to `port` each process holds open (its socket fds, matched in /proc/net/tcp)."""
+    established = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port, state, inode = int(fields[1].split(":")[1], 16), fields[3], fields[9]
+        if local_port == port and state == "01":  # ESTABLISHED, server side
+            established.add(f"socket:[{inode}]")
+    counts = {}
+    for pid in pids:
+        fds = Path(f"/proc/{pid}/fd")
+        counts[pid] = sum(1 for fd in fds.iterdir() if os.readlink(fd) in established)
+    return counts
+
+
+def test_keep_alive_connections_opened_together_reach_every_worker(store: Path) -> None:
+    """Each worker listens on its own SO_REUSEPORT socket: 32 connections opened together are
+    spread by the kernel, not all accepted by the worker that woke first."""
+    server = start_server(2, TOKSVC_STORE=str(store))
+    clients = [httpx.Client(base_url=server.base, timeout=10) for _ in range(32)]
+    try:
+        for client in clients:
+            assert client.post("/v1/tokenizers/gpt2/count", json={"text": "hi"}).status_code == 200
+        counts = established_per_worker(sorted(workers_of(server.process.pid)), server.port)
+        assert sum(counts.values()) == 32, counts
+        assert min(counts.values()) > 0, counts
+        print(f"\n32 keep-alive connections per worker: {sorted(counts.values())}")
+    finally:
+        for client in clients:
+            client.close()
+        stop_server(server)
+
+
+def test_a_second_service_on_the_same_port_is_refused(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "service", "serve", "--workers", "2", "--host", "127.0.0.1",
+             "--port", str(server.port)],
+            check=False, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "TOKSVC_STORE": str(store)},
+        )  # fmt: skip
+        assert second.returncode != 0
+        assert "address already in use" in second.stderr.lower()
+        assert count_ok(server.base)
+    finally:
+        stop_server(server)
