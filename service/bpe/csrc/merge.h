@@ -211,29 +211,31 @@ static inline uint32_t lowest(const uint32_t *ranks, size_t k, size_t *at) {
     return best;
 }
 
-/* ranks rule, short piece: bounds[] are part starts, ranks[i] the rank of parts i and i+1 */
+/* ranks rule, short piece that is not itself a token (the caller looked): bounds[] are part
+   starts, ids[i] the id of part i, ranks[i] the rank of parts i and i+1 (a merge's rank is the id
+   of the token it makes) */
 static int merge_ranks_short(const bytes_table *t, const uint8_t *s, size_t n, sink_t *out) {
-    uint32_t bounds[LONG_PIECE + 1], ranks[LONG_PIECE];
+    uint32_t bounds[LONG_PIECE + 1], ids[LONG_PIECE], ranks[LONG_PIECE];
     size_t m = n; /* parts */
     for (size_t i = 0; i <= n; i++) bounds[i] = (uint32_t)i;
+    for (size_t i = 0; i < n; i++) ids[i] = t->byte_rank[s[i]];
     for (size_t i = 0; i + 1 < n; i++) ranks[i] = t->pair_rank[(size_t)s[i] << 8 | s[i + 1]];
-    while (m > 1) {
+    while (m > 2) { /* two parts left are the whole piece: no token */
         size_t at;
         uint32_t best = lowest(ranks, m - 1, &at);
         if (best == NO_RANK) break;
+        ids[at] = best;
         memmove(&bounds[at + 1], &bounds[at + 2], (m - at - 1) * sizeof bounds[0]);
+        memmove(&ids[at + 1], &ids[at + 2], (m - at - 2) * sizeof ids[0]);
         memmove(&ranks[at], &ranks[at + 1], (m - at - 2) * sizeof ranks[0]);
-        m--;
+        if (--m == 2) break;
         if (at > 0)
             ranks[at - 1] = bt_lookup(t, s + bounds[at - 1], bounds[at + 1] - bounds[at - 1]);
         if (at + 1 < m)
             ranks[at] = bt_lookup(t, s + bounds[at], bounds[at + 2] - bounds[at]);
     }
-    for (size_t i = 0; i < m; i++) {
-        uint32_t id = bt_lookup(t, s + bounds[i], bounds[i + 1] - bounds[i]);
-        if (id == NO_RANK) return -2; /* a byte that is no token */
-        if (sink_put(out, id)) return -1;
-    }
+    for (size_t i = 0; i < m; i++)
+        if (sink_put(out, ids[i])) return -1;
     return 0;
 }
 
