@@ -4,11 +4,15 @@ on both rules; long runs of one character (the heap path) and every boundary kin
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from service.bpe import PythonEngine
 from service.bpe.native import NativeEngine
+from service.bpe.vocab import Vocabulary
 from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.property.test_roundtrip import SHIPPED, pieces
@@ -72,3 +76,42 @@ def test_backtracking_merges_any_bytes_as_the_reference(
     chosen = data.draw(st.lists(ids, min_size=2, max_size=60))
     piece = b"".join(vocab.tokens[i] or b"" for i in chosen) + data.draw(st.binary(max_size=6))
     assert engine.merge_bytes(piece) == vocab.merge_piece(piece)
+
+
+alphabets = st.sampled_from(["ab", "abc", "abcd"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), alphabet=alphabets)
+def test_backtracking_on_random_ranks_vocabularies(data: st.DataObject, alphabet: str) -> None:
+    """Any `ranks` vocabulary the engine lets the backtracking encoder serve (tokens in any rank
+    order, not only trained ones) gives the reference's ids on pieces long enough to use it."""
+    words = st.text(alphabet, min_size=2, max_size=7)
+    order = data.draw(st.lists(words, min_size=1, max_size=40, unique=True))
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    tokens += [w.encode() for w in order]
+    vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    assume(fast.backtracking)  # (about two in three qualify; the others keep merge.h's merges)
+    for text in data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=8)):
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), alphabet=alphabets)
+def test_backtracking_on_random_pairs_vocabularies(data: st.DataObject, alphabet: str) -> None:
+    """Random merge lists (each merge joins two earlier ids into the next id) under the `pairs`
+    rule: the backtracking encoder gives the reference's ids."""
+    ids = list(alphabet.encode())
+    merges: list[tuple[int, int, int]] = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
+        if any(m[:2] == (left, right) for m in merges):
+            continue
+        merges.append((left, right, 256 + len(merges)))
+        ids.append(256 + len(merges) - 1)
+    vocab = Vocabulary.build("pairs", merges)
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    assert fast.backtracking
+    for text in data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=8)):
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
