@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 
 from uvicorn.config import Config
@@ -39,6 +40,7 @@ from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
 from service.api.handoff import WorkerProcess
 
+REUSEPORT = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 STARTUP_FAILURE = 3  # uvicorn's exit status when the app's start-up fails
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
@@ -66,8 +68,11 @@ def worker_socket(config: Config) -> socket.socket:
 
 class Supervisor(Multiprocess):
     def __init__(self, config: Config, process: WorkerProcess) -> None:
-        check_port(config)
-        super().__init__(config, [])
+        # SO_REUSEPORT spreads connections on Linux only (elsewhere: one shared socket, as uvicorn)
+        shared = [] if REUSEPORT else [config.bind_socket()]
+        if REUSEPORT:
+            check_port(config)
+        super().__init__(config, shared)
         self.worker_process = process  # what the workers are handed (state dir, roster)
         self.exit_code = 0
         self.retry_at: dict[int, float] = {}  # slot -> when its next start is due
@@ -145,6 +150,10 @@ class Supervisor(Multiprocess):
 
     def _process(self) -> Process:
         """A started worker on a socket of its own (see the module docstring)."""
+        if not REUSEPORT:
+            process = Process(self.config, self.sockets)
+            process.start()
+            return process
         with worker_socket(self.config) as sock:
             process = Process(self.config, [sock])
             process.start()  # the worker has its own copy of the socket now
