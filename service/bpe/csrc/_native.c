@@ -530,16 +530,23 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     self->scanner = scanner;
     Py_ssize_t ntokens = PyObject_Length(tokens);
     if (ntokens < 0 || ensure_ints((size_t)ntokens)) return -1;
+    int rc = -1;
     if (strcmp(rule, "ranks") == 0) {
         self->pairs = 0;
-        return init_ranks(self, tokens);
-    }
-    if (strcmp(rule, "pairs") == 0) {
+        rc = init_ranks(self, tokens);
+    } else if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        return init_pairs(self, tokens, byte_ids, triples);
+        rc = init_pairs(self, tokens, byte_ids, triples);
+    } else {
+        PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     }
-    PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
-    return -1;
+    if (rc) { /* a failure half-way leaves no half-built engine that would answer */
+        bt_free(&self->bt);
+        bk_free(&self->bk);
+        pt_free(&self->pt);
+        self->nbytes = 0;
+    }
+    return rc;
 }
 
 static int ready(EngineObject *self) {
