@@ -76,6 +76,19 @@ def test_a_token_ranked_before_its_part_keeps_the_heap_merge() -> None:
     assert NativeEngine(qualified, None).backtracking
 
 
+@pytest.mark.parametrize("longer", [0, 1, 3, 4])
+def test_a_ranks_vocabulary_with_few_tokens_over_two_bytes(longer: int) -> None:
+    """The bit filter before the token table has at least one word: with up to three tokens of
+    three bytes or more it had none, and bt_insert/bt_lookup read and wrote past it (caught by
+    loadtests/fuzz_native.sh; here the ids must match the reference)."""
+    words = [b"abc", b"abcd", b"bcab", b"cabca"][:longer]
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [b"ab", b"bc", *words]
+    vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    for text in ["abc", "abcd", "abcab" * 9, "cabca" * 40]:
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+
+
 @pytest.mark.parametrize(
     "merges",
     [

@@ -373,7 +373,9 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
     t->slots = calloc(t->mask + 1, sizeof *t->slots);
     t->blob = malloc(total + 1);
     t->pair_rank = malloc(65536 * sizeof *t->pair_rank);
-    t->filter_mask = pow2_at_least(longer * 16) - 1; /* ~6% of misses reach the slots */
+    /* ~6% of misses reach the slots; at least one 64-bit word (with up to three longer tokens,
+       16 or 32 bits made a calloc of 0 words that bt_insert and bt_lookup then overran) */
+    t->filter_mask = pow2_at_least(longer * 16 < 64 ? 64 : longer * 16) - 1;
     t->filter = calloc((t->filter_mask + 1) / 64, sizeof *t->filter);
     if (!t->slots || !t->blob || !t->pair_rank || !t->filter) { PyErr_NoMemory(); goto done; }
     memset(t->pair_rank, 0xFF, 65536 * sizeof *t->pair_rank);
