@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import sys
 import time
+from array import array
 from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
@@ -57,6 +58,55 @@ def build_check() -> Callable[[], None]:
         assert {i: b for i, b in enumerate(built[0]) if b is not None} == seed
 
     return check_build  # type: ignore[no-any-return]
+
+
+def random_vocab_check() -> Callable[[], None]:
+    """Odd vocabularies against the reference, on pieces around the backtracking and heap
+    thresholds: `ranks` with duplicate bytes (the later id wins), holes, a byte at a late id, a
+    token over 1024 bytes; `pairs` with permuted byte ids and, now and then, an id made twice."""
+    from service.bpe.native import NativeEngine
+    from service.bpe.vocab import Vocabulary
+
+    def word(abc: bytes, lo: int, hi: int) -> st.SearchStrategy[bytes]:
+        return st.lists(st.sampled_from(list(abc)), min_size=lo, max_size=hi).map(bytes)
+
+    @settings(max_examples=10, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(data=st.data(), abc=st.sampled_from([b"ab", b"abc", b"abcdefgh"]))
+    def check(data: st.DataObject, abc: bytes) -> None:
+        if data.draw(st.booleans()):
+            tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+            tokens += data.draw(st.lists(word(abc, 2, 12), min_size=1, max_size=60))
+            tokens += data.draw(st.lists(word(abc, 1020, 1030), max_size=1))
+            for i in data.draw(st.lists(st.integers(256, len(tokens) - 1), max_size=3)):
+                tokens[i] = None
+            if data.draw(st.booleans()):
+                tokens[abc[0]], tokens[len(tokens) - 1] = None, bytes(abc[:1])
+            vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+        else:
+            byte_ids = data.draw(st.permutations(range(256)))
+            ids, merges = [byte_ids[c] for c in abc], []
+            for _ in range(data.draw(st.integers(1, 60))):
+                pair = (data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids)))
+                made = ids[len(abc) :]
+                reuse = made and data.draw(st.integers(0, 9)) == 0  # an id made twice
+                new = data.draw(st.sampled_from(made)) if reuse else 256 + len(merges)
+                merges.append((*pair, new))
+                ids.append(new)
+            vocab = Vocabulary.build("pairs", merges, byte_ids)
+        engine = NativeEngine(vocab, None)
+        known = [t for t in vocab.tokens if t and t[0] in abc]
+        for n in data.draw(st.lists(st.sampled_from([15, 16, 17, 63, 64, 65, 1024, 1025]),
+                                    min_size=1, max_size=4)):  # fmt: skip
+            parts = data.draw(st.lists(st.sampled_from(known), min_size=1, max_size=n))
+            piece = (
+                (b"".join(parts) * n)[:n]
+                if data.draw(st.booleans())
+                else data.draw(word(abc, n, n))
+            )
+            assert engine.merge_bytes(piece) == vocab.merge_piece(piece), (vocab.tokens, piece)
+
+    return check
 
 
 def main() -> None:
@@ -112,14 +162,16 @@ def main() -> None:
         assert b"".join(tokens[i] or b"" for i in merged) == raw, name
 
     check_build = build_check()
+    check_vocab = random_vocab_check()
 
     deadline, rounds = time.monotonic() + args.seconds, 0
     while time.monotonic() < deadline:
         check()
         check_build()
+        check_vocab()
         rounds += 1
     print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines and {rounds * 40} "
-          "merge lists checked at load, no failure")  # fmt: skip
+          "merge lists checked at load, and odd vocabularies, no failure")  # fmt: skip
 
 
 if __name__ == "__main__":

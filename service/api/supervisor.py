@@ -145,6 +145,13 @@ class Supervisor(Multiprocess):
     def init_processes(self) -> None:
         self.processes = [self._process() for _ in range(self.processes_num)]
 
+    def handle_ttin(self) -> None:
+        # uvicorn's would start the worker on self.sockets: none under REUSEPORT, so it listened
+        # nowhere (Server.startup takes an empty list as "no listeners")
+        log.info("Received SIGTTIN, adding a worker.")
+        self.processes_num += 1
+        self.processes.append(self._process())
+
     def _start(self, idx: int) -> None:
         self.processes[idx] = self._process()
 

@@ -76,6 +76,48 @@ def test_a_token_ranked_before_its_part_keeps_the_heap_merge() -> None:
     assert NativeEngine(qualified, None).backtracking
 
 
+@pytest.mark.parametrize("longer", [0, 1, 3, 4])
+def test_a_ranks_vocabulary_with_few_tokens_over_two_bytes(longer: int) -> None:
+    """The bit filter before the token table has at least one word: with up to three tokens of
+    three bytes or more it had none, and bt_insert/bt_lookup read and wrote past it (caught by
+    loadtests/fuzz_native.sh; here the ids must match the reference)."""
+    words = [b"abc", b"abcd", b"bcab", b"cabca"][:longer]
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)] + [b"ab", b"bc", *words]
+    vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    for text in ["abc", "abcd", "abcab" * 9, "cabca" * 40]:
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+
+
+@pytest.mark.parametrize(
+    "merges",
+    [
+        [(97, 98, 256), (99, 100, 256)],  # id 256 made by two merges
+        [(97, 98, 120)],  # a merge makes the id of byte "x"
+    ],
+)
+def test_a_pairs_id_made_twice_keeps_the_heap_merge(merges: list[tuple[int, int, int]]) -> None:
+    """Format v1 forbids it, but the engine must not trust it: the backtracking encoder knows one
+    last merge per id, so such a vocabulary merges as merge.h does, still exactly."""
+    vocab = Vocabulary.build("pairs", merges)
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    assert not fast.backtracking
+    for text in ["ab" * 20, "cd" * 20, "abcdx" * 9, "xab" * 30]:
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+
+
+def test_a_failed_init_leaves_no_engine_that_answers() -> None:
+    """Tokens without byte 0x00 are refused half-way through building: the object must not then
+    encode with the half-built tables (it gave id 2**32 - 1 for that byte)."""
+    assert native._native is not None
+    tokens: list[bytes | None] = [bytes([b]) for b in range(1, 256)]
+    engine = native._native.Engine.__new__(native._native.Engine)
+    with pytest.raises(ValueError, match="0x00"):
+        engine.__init__("ranks", tokens, list(range(256)), array("I"), 0)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        engine.encode("\x00\x00\x00")
+
+
 @pytest.mark.parametrize("ref", RANKS + PAIRS + ["qwen2", "bard@2", "p50k_base"])
 def test_batch_and_count_agree_with_encode(registry: Registry, ref: str) -> None:
     engine = registry.resolve(ref).tokenizer.engine

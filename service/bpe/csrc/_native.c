@@ -373,7 +373,9 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
     t->slots = calloc(t->mask + 1, sizeof *t->slots);
     t->blob = malloc(total + 1);
     t->pair_rank = malloc(65536 * sizeof *t->pair_rank);
-    t->filter_mask = pow2_at_least(longer * 16) - 1; /* ~6% of misses reach the slots */
+    /* ~6% of misses reach the slots; at least one 64-bit word (with up to three longer tokens,
+       16 or 32 bits made a calloc of 0 words that bt_insert and bt_lookup then overran) */
+    t->filter_mask = pow2_at_least(longer * 16 < 64 ? 64 : longer * 16) - 1;
     t->filter = calloc((t->filter_mask + 1) / 64, sizeof *t->filter);
     if (!t->slots || !t->blob || !t->pair_rank || !t->filter) { PyErr_NoMemory(); goto done; }
     memset(t->pair_rank, 0xFF, 65536 * sizeof *t->pair_rank);
@@ -530,16 +532,23 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     self->scanner = scanner;
     Py_ssize_t ntokens = PyObject_Length(tokens);
     if (ntokens < 0 || ensure_ints((size_t)ntokens)) return -1;
+    int rc = -1;
     if (strcmp(rule, "ranks") == 0) {
         self->pairs = 0;
-        return init_ranks(self, tokens);
-    }
-    if (strcmp(rule, "pairs") == 0) {
+        rc = init_ranks(self, tokens);
+    } else if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        return init_pairs(self, tokens, byte_ids, triples);
+        rc = init_pairs(self, tokens, byte_ids, triples);
+    } else {
+        PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     }
-    PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
-    return -1;
+    if (rc) { /* a failure half-way leaves no half-built engine that would answer */
+        bt_free(&self->bt);
+        bk_free(&self->bk);
+        pt_free(&self->pt);
+        self->nbytes = 0;
+    }
+    return rc;
 }
 
 static int ready(EngineObject *self) {

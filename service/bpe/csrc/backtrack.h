@@ -143,12 +143,14 @@ static int bk_build_pairs(backtrack_t *b, const pair_table *t, const uint32_t *t
         uint32_t l = triples[3 * i], r = triples[3 * i + 1], id = triples[3 * i + 2];
         if (id >= b->ntok) return 0; /* a merge whose token has no bytes: b->on stays 0 */
         if (l >= id || r >= id) qualifies = 0;
+        if (b->left[id] != NO_RANK) qualifies = 0; /* two merges make it: its last is unknown */
         b->left[id] = l;
         b->right[id] = r;
     }
     for (int c = 0; c < 256; c++) {
         uint32_t id = t->byte_ids[c];
         if (id >= b->ntok || b->len[id] != 1 || b->blob[b->off[id]] != c) return 0; /* stays off */
+        if (b->left[id] != NO_RANK) return 0; /* a merge makes a byte's id: stays off */
         b->left[id] = b->right[id] = id;
     }
     sink_t out = {0};

@@ -1,0 +1,60 @@
+"""The supervisor hands every worker it starts a listening socket: at start, on a restart and on
+SIGTTIN (uvicorn's own handler started that one on the shared sockets, none under SO_REUSEPORT)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pytest
+from uvicorn.config import Config
+from uvicorn.supervisors import multiprocess as uvicorn_multiprocess
+
+from service.api import supervisor as supervisor_module
+from service.api.handoff import WorkerProcess
+from service.api.supervisor import Supervisor
+
+
+class FakeProcess:
+    """Records the sockets a worker would be started with (and their port while still open)."""
+
+    started: ClassVar[list[list[int]]] = []
+
+    def __init__(self, config: Config, sockets: list[socket.socket]) -> None:
+        self.ports = [s.getsockname()[1] for s in sockets]
+        self.pid = None
+        self.exitcode = None
+
+    def start(self) -> None:
+        FakeProcess.started.append(self.ports)
+
+
+@pytest.fixture
+def supervisor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
+    monkeypatch.setattr(supervisor_module, "Process", FakeProcess)
+    monkeypatch.setattr(uvicorn_multiprocess, "Process", FakeProcess)  # what uvicorn's own use
+    FakeProcess.started = []
+    saved = {
+        sig: signal.getsignal(sig)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU)
+    }
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = Config(app="service.api.app:create_app", host="127.0.0.1", port=port, workers=2)
+    try:
+        yield Supervisor(config, WorkerProcess())
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def test_every_worker_started_gets_a_listening_socket(supervisor: Supervisor) -> None:
+    supervisor.init_processes()
+    supervisor._start(0)
+    supervisor.handle_ttin()
+    assert len(FakeProcess.started) == 4
+    assert all(ports == [supervisor.config.port] for ports in FakeProcess.started)
+    assert len(supervisor.processes) == 3
