@@ -129,14 +129,8 @@ class Supervisor(Multiprocess):
         if self.should_exit.is_set():
             return
         if process.exitcode == STARTUP_FAILURE:
-            self.failed_starts += 1
-            delay = self.backoff.get(idx, FIRST_BACKOFF / 2) * 2
-            self.backoff[idx] = min(delay, MAX_BACKOFF)
-            self.retry_at[idx] = now + self.backoff[idx]
-            serving = len(self.processes) - len(self.retry_at)
-            log.error("Worker [%s] could not start (exit status %d); retrying in %.0fs, %d of %d "
-                      "worker slots still up.", process.pid, STARTUP_FAILURE, self.backoff[idx],
-                      serving, len(self.processes))  # fmt: skip
+            why = f"Worker [{process.pid}] could not start (exit status {STARTUP_FAILURE})"
+            self._retry_later(idx, now, why)
             return
         log.warning("Worker [%s] died (exit status %s); starting a replacement.",
                     process.pid, process.exitcode)  # fmt: skip
@@ -152,8 +146,21 @@ class Supervisor(Multiprocess):
         self.processes_num += 1
         self.processes.append(self._process())
 
+    def _retry_later(self, idx: int, now: float, why: str) -> None:
+        """Start slot `idx` again after its next back-off (1 s, doubling up to 30 s)."""
+        self.failed_starts += 1
+        delay = self.backoff.get(idx, FIRST_BACKOFF / 2) * 2
+        self.backoff[idx] = min(delay, MAX_BACKOFF)
+        self.retry_at[idx] = now + self.backoff[idx]
+        serving = len(self.processes) - len(self.retry_at)
+        log.error("%s; retrying in %.0fs, %d of %d worker slots still up.", why,
+                  self.backoff[idx], serving, len(self.processes))  # fmt: skip
+
     def _start(self, idx: int) -> None:
-        self.processes[idx] = self._process()
+        try:
+            self.processes[idx] = self._process()
+        except OSError as exc:  # no socket for it: out of file descriptors, the port taken...
+            self._retry_later(idx, time.monotonic(), f"Worker slot {idx} could not listen ({exc})")
 
     def _process(self) -> Process:
         """A started worker on a socket of its own (see the module docstring)."""

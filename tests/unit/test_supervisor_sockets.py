@@ -58,3 +58,23 @@ def test_every_worker_started_gets_a_listening_socket(supervisor: Supervisor) ->
     assert len(FakeProcess.started) == 4
     assert all(ports == [supervisor.config.port] for ports in FakeProcess.started)
     assert len(supervisor.processes) == 3
+
+
+def test_a_worker_that_cannot_get_a_socket_is_retried_later(
+    supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of file descriptors (or the port taken while every worker was down): the slot waits
+    for its back-off and tries again; the supervisor does not end."""
+    supervisor.init_processes()
+
+    def no_socket(config: Config) -> socket.socket:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(supervisor_module, "worker_socket", no_socket)
+    supervisor._start(0)
+    assert 0 in supervisor.retry_at and supervisor.failed_starts == 1
+    assert len(FakeProcess.started) == 2  # nothing new started
+    monkeypatch.undo()
+    monkeypatch.setattr(supervisor_module, "Process", FakeProcess)
+    supervisor._start(0)
+    assert len(FakeProcess.started) == 3
