@@ -49,6 +49,8 @@ setup(
             depends=[
                 "service/bpe/csrc/merge.h",
                 "service/bpe/csrc/backtrack.h",
+                "service/bpe/csrc/engine.h",
+                "service/bpe/csrc/engine_init.h",
                 "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/unicode_tables.h",

@@ -1,0 +1,142 @@
+/* One engine: what it holds (its tables, its scanner) and how it encodes a text: the pieces
+   its scanner cuts, each merged by the rule, a piece that repeats within the text merged once.
+   Included by _native.c only; the tables are built by engine_init.h. */
+#pragma once
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "backtrack.h"
+#include "merge.h"
+#include "pretok.h"
+
+#define MAX_TEXT 0x7FFFFFF0u
+#ifndef BACKTRACK_FROM
+#define BACKTRACK_FROM 16 /* bytes: shorter pieces merge faster by the scan of merge.h */
+#endif
+
+typedef struct {
+    PyObject_HEAD
+    int pairs; /* 0: ranks rule, 1: pairs rule */
+    int scanner;
+    bytes_table bt;
+    backtrack_t bk; /* the ranks rule's backtracking tables (bk.on: in use) */
+    pair_table pt;
+    size_t nbytes;
+} EngineObject;
+
+static scan_fn scanner_fn(int scanner) {
+    switch (scanner) {
+    case SCAN_GPT2: return scan_gpt2;
+    case SCAN_CL100K: return scan_cl100k;
+    case SCAN_O200K: return scan_o200k;
+    case SCAN_QWEN2: return scan_qwen2;
+    default: return NULL;
+    }
+}
+
+/* a piece that is not itself a token (ranks) or longer than one byte (pairs) */
+static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+    if (e->bk.on && n >= BACKTRACK_FROM) return bk_encode(&e->bk, &e->bt, s, n, out);
+    if (e->pairs)
+        return n < LONG_PIECE ? merge_pairs_short(&e->pt, s, n, out)
+                              : merge_pairs_long(&e->pt, s, n, out);
+    return n < LONG_PIECE ? merge_ranks_short(&e->bt, s, n, out)
+                          : merge_ranks_long(&e->bt, s, n, out);
+}
+
+static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+    if (n == 0) return 0;
+    if (e->pairs) return n == 1 ? sink_put(out, e->pt.byte_ids[s[0]]) : merge_parts(e, s, n, out);
+    uint32_t whole = bt_lookup(&e->bt, s, n);
+    return whole != NO_RANK ? sink_put(out, whole) : merge_parts(e, s, n, out);
+}
+
+/* Within one text, a piece that is no token and occurs again is merged once: the memo maps its
+   bytes (in the text itself) to where its ids went in the output (or to its count). Local to one
+   call, so no state is shared between threads or texts. */
+typedef struct {
+    const uint8_t *key;
+    uint32_t len, hash, start, count;
+} memo_slot;
+
+typedef struct {
+    memo_slot *slots;
+    size_t mask, used;
+} memo_t;
+
+#define MEMO_MAX_PIECE 64
+#ifndef MEMO_MAX_SLOTS
+#define MEMO_MAX_SLOTS (1u << 16) /* 1.5 MB: a larger memo missed the cache on text that never repeats */
+#endif
+
+static memo_slot *memo_find(memo_t *m, const uint8_t *k, uint32_t len, uint32_t h) {
+    for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
+        memo_slot *sl = &m->slots[i];
+        if (sl->key == NULL || (sl->hash == h && sl->len == len && memcmp(sl->key, k, len) == 0))
+            return sl;
+    }
+}
+
+/* room for one more entry (0), or no memo from now on (-1: out of memory or full) */
+static int memo_room(memo_t *m) {
+    if (m->slots && (m->used + 1) * 2 <= m->mask + 1) return 0;
+    size_t cap = m->slots ? (m->mask + 1) * 2 : 1024;
+    if (cap > MEMO_MAX_SLOTS) return -1;
+    memo_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    memo_t grown = {slots, cap - 1, 0};
+    for (size_t i = 0; m->slots && i <= m->mask; i++)
+        if (m->slots[i].key) {
+            *memo_find(&grown, m->slots[i].key, m->slots[i].len, m->slots[i].hash) = m->slots[i];
+            grown.used++;
+        }
+    free(m->slots);
+    *m = grown;
+    return 0;
+}
+
+static int replay(sink_t *out, const memo_slot *sl) {
+    if (out->count_only) { out->len += sl->count; return 0; }
+    for (uint32_t i = 0; i < sl->count; i++)
+        if (sink_put(out, out->ids[sl->start + i])) return -1;
+    return 0;
+}
+
+static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out, memo_t *m,
+                      int *memo_off) {
+    if (!e->pairs) {
+        uint32_t whole = bt_lookup(&e->bt, s, n);
+        if (whole != NO_RANK) return sink_put(out, whole);
+    } else if (n == 1) {
+        return sink_put(out, e->pt.byte_ids[s[0]]);
+    }
+    if (n > MEMO_MAX_PIECE || *memo_off) return merge_piece(e, s, n, out);
+    uint32_t h = hash_bytes(s, n);
+    if (m->slots) {
+        memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
+        if (sl->key) return replay(out, sl);
+    }
+    size_t before = out->len;
+    int rc = merge_parts(e, s, n, out);
+    if (rc) return rc;
+    if (memo_room(m)) { *memo_off = 1; return 0; }
+    memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
+    *sl = (memo_slot){s, (uint32_t)n, h, (uint32_t)before, (uint32_t)(out->len - before)};
+    m->used++;
+    return 0;
+}
+
+static int encode_text(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+    scan_fn scan = scanner_fn(e->scanner);
+    if (!scan) return merge_piece(e, s, n, out);
+    memo_t memo = {0};
+    int memo_off = 0, rc = 0;
+    for (size_t p = 0; p < n;) {
+        size_t q = scan(s, n, p);
+        rc = merge_memo(e, s + p, q - p, out, &memo, &memo_off);
+        if (rc) break;
+        p = q;
+    }
+    free(memo.slots);
+    return rc;
+}
