@@ -1,8 +1,9 @@
 /* A byte trie of tokens, for "the longest token that starts here" (backtrack.h).
 
 Depth 1 and 2 are direct tables (256 and 65536 entries); deeper links live in one open-addressing
-hash table keyed by (node, byte). Each entry holds the node it leads to and the token ending
-there, so one step down is one look-up. */
+hash table keyed by (node, byte), 8 bytes a link: the node it leads to, with a flag for "a
+token ends there", so one step down is one look-up; the token itself is read once, for the
+deepest flagged node of a walk. */
 #pragma once
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,10 +16,12 @@ typedef struct {
 } trie_entry;
 
 typedef struct {
-    uint32_t key, node, tok; /* key: node << 8 | byte; TRIE_EMPTY when the slot is empty */
+    uint32_t key;  /* node << 8 | byte; TRIE_EMPTY when the slot is empty */
+    uint32_t node; /* | TRIE_ENDS when a token ends at that node */
 } trie_link;
 
 #define TRIE_EMPTY UINT32_MAX
+#define TRIE_ENDS 0x80000000u
 #define TRIE_MAX_NODES ((1u << 24) - 1) /* node << 8 | byte must fit in 32 bits */
 
 typedef struct {
@@ -26,7 +29,7 @@ typedef struct {
     trie_entry *depth2; /* by the first two bytes */
     trie_link *link;
     size_t link_mask, links;
-    uint32_t *node_tok; /* while building: node -> token ending there */
+    uint32_t *node_tok; /* node -> token ending there, NO_RANK if none */
     uint32_t nodes, node_cap;
 } trie_t;
 
@@ -38,7 +41,8 @@ static void trie_free(trie_t *t) {
 }
 
 static size_t trie_nbytes(const trie_t *t) {
-    return 65536 * sizeof(trie_entry) + (t->link_mask + 1) * sizeof(trie_link);
+    return 65536 * sizeof(trie_entry) + (t->link_mask + 1) * sizeof(trie_link) +
+           (size_t)t->node_cap * sizeof(uint32_t);
 }
 
 static inline size_t trie_hash(uint32_t key) {
@@ -62,14 +66,14 @@ static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n)
     const trie_entry *d = &t->depth2[(size_t)s[0] << 8 | s[1]];
     if (d->node == NO_RANK) return best;
     if (d->tok != NO_RANK) best = d->tok;
-    uint32_t node = d->node;
+    uint32_t node = d->node, deepest = NO_RANK; /* the deepest node below depth 2 a token ends at */
     for (size_t i = 2; i < n; i++) {
         const trie_link *l = trie_step(t, node, s[i]);
         if (!l) break;
-        if (l->tok != NO_RANK) best = l->tok;
-        node = l->node;
+        node = l->node & ~TRIE_ENDS;
+        if (l->node & TRIE_ENDS) deepest = node;
     }
-    return best;
+    return deepest != NO_RANK ? t->node_tok[deepest] : best;
 }
 
 /* ---- building: trie_init, trie_insert for each token, then trie_seal ---- */
@@ -122,7 +126,7 @@ static int trie_child(trie_t *t, uint32_t node, uint8_t c, uint32_t *child) {
         if (t->link[i].key == key) { *child = t->link[i].node; return 0; }
     int rc = trie_new_node(t, child);
     if (rc) return rc;
-    t->link[i] = (trie_link){key, *child, NO_RANK};
+    t->link[i] = (trie_link){key, *child};
     t->links++;
     return 0;
 }
@@ -144,14 +148,18 @@ static int trie_insert(trie_t *t, const uint8_t *s, size_t n, uint32_t id) {
     return 0;
 }
 
-/* the token ending at each node goes next to the link that leads there */
+/* the tokens of depth 1 and 2 go into their entries; deeper links get their TRIE_ENDS flag */
 static void trie_seal(trie_t *t) {
     for (int i = 0; i < 256; i++)
         if (t->root[i].node != NO_RANK) t->root[i].tok = t->node_tok[t->root[i].node];
     for (size_t i = 0; i < 65536; i++)
         if (t->depth2[i].node != NO_RANK) t->depth2[i].tok = t->node_tok[t->depth2[i].node];
     for (size_t i = 0; i <= t->link_mask; i++)
-        if (t->link[i].key != TRIE_EMPTY) t->link[i].tok = t->node_tok[t->link[i].node];
-    free(t->node_tok);
-    t->node_tok = NULL;
+        if (t->link[i].key != TRIE_EMPTY && t->node_tok[t->link[i].node] != NO_RANK)
+            t->link[i].node |= TRIE_ENDS;
+    uint32_t *fit = realloc(t->node_tok, (t->nodes ? t->nodes : 1) * sizeof *fit);
+    if (fit) {
+        t->node_tok = fit;
+        t->node_cap = t->nodes;
+    }
 }
