@@ -19,7 +19,7 @@ typedef struct {
     int pairs; /* 0: ranks rule, 1: pairs rule */
     int scanner;
     bytes_table bt;
-    backtrack_t bk; /* the ranks rule's backtracking tables (bk.on: in use) */
+    backtrack_t bk; /* the backtracking encoder's tables, either rule (bk.on: in use) */
     pair_table pt;
     size_t nbytes;
 } EngineObject;
@@ -110,7 +110,7 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
     } else if (n == 1) {
         return sink_put(out, e->pt.byte_ids[s[0]]);
     }
-    if (n > MEMO_MAX_PIECE || *memo_off) return merge_piece(e, s, n, out);
+    if (n > MEMO_MAX_PIECE || *memo_off) return merge_parts(e, s, n, out); /* whole: tried */
     uint32_t h = hash_bytes(s, n);
     if (m->slots) {
         memo_slot *sl = memo_find(m, s, (uint32_t)n, h);

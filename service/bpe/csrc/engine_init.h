@@ -10,6 +10,18 @@ static size_t pow2_at_least(size_t x) {
     return p;
 }
 
+/* after a backtracking build (`built`: its result, 0 if none was tried): the tables are kept and
+   counted if the vocabulary qualified, else freed; -1 (MemoryError) if the build ran out */
+static int keep_backtracking(EngineObject *self, int built) {
+    if (built) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (self->bk.on) self->nbytes += bk_nbytes(&self->bk);
+    else bk_free(&self->bk);
+    return 0;
+}
+
 static int init_ranks(EngineObject *self, PyObject *tokens) {
     PyObject *seq = PySequence_Fast(tokens, "tokens must be a sequence");
     if (!seq) return -1;
@@ -64,16 +76,13 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
     self->nbytes = (t->mask + 1) * sizeof *t->slots + total + 65536 * sizeof *t->pair_rank +
                    (t->filter_mask + 1) / 8;
     b->blob = t->blob;
+    int built = 0;
     if (longest <= BK_MAX_TOKEN) {
-        int built;
         Py_BEGIN_ALLOW_THREADS
         built = bk_build_ranks(b, t);
         Py_END_ALLOW_THREADS
-        if (built) { PyErr_NoMemory(); goto done; }
     }
-    if (b->on) self->nbytes += bk_nbytes(b);
-    else bk_free(b);
-    rc = 0;
+    rc = keep_backtracking(self, built);
 done:
     Py_DECREF(seq);
     return rc;
@@ -157,16 +166,13 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
     backtrack_t *b = &self->bk;
     int fits = bk_layout(b, tokens);
     if (fits < 0) goto done;
+    int built = 0;
     if (fits) {
-        int built;
         Py_BEGIN_ALLOW_THREADS
         built = bk_build_pairs(b, t, v, count);
         Py_END_ALLOW_THREADS
-        if (built) { PyErr_NoMemory(); goto done; }
     }
-    if (b->on) self->nbytes += bk_nbytes(b);
-    else bk_free(b);
-    rc = 0;
+    rc = keep_backtracking(self, built);
 done:
     PyBuffer_Release(&view);
     return rc;
