@@ -27,11 +27,11 @@ from litestar.middleware import DefineMiddleware
 from litestar.params import JSONBody
 
 from service.api import metrics, problems
-from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import LargeRequestSlots
-from service.api.catalog import ref_of
 from service.api.dependencies import SIGNATURE_TYPES, TokenizerDep, dependencies
-from service.api.wire import CountRequest, CountResponse
+from service.api.routes.catalog import ref_of
+from service.api.wire.bodies import BodyRequest, StrictBodies
+from service.api.wire.tokens import CountRequest, CountResponse
 from service.api.worker import KEY, Worker
 from service.runtime import load_registry
 from service.settings import Settings

@@ -10,30 +10,27 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.middleware import DefineMiddleware
 
-from service.api import (
+from service.api import auth, lifecycle, metrics, problems
+from service.api.budget import LargeRequestSlots
+from service.api.dependencies import SIGNATURE_TYPES, dependencies
+from service.api.handoff import Handoff, received
+from service.api.openapi import StrictStructSchemaPlugin
+from service.api.routes import (
     admin,
-    auth,
     catalog,
     decoding,
     docs,
     encoding,
     explain,
-    lifecycle,
-    metrics,
     models,
     playground,
     probes,
-    problems,
     textops,
 )
-from service.api.bodies import BodyRequest, StrictBodies
-from service.api.budget import LargeRequestSlots
-from service.api.dependencies import SIGNATURE_TYPES, dependencies
-from service.api.handoff import Handoff, received
-from service.api.hot_path import served_fast
-from service.api.ndjson import decode_stream
-from service.api.openapi import StrictStructSchemaPlugin
-from service.api.websocket import decode_ws
+from service.api.routes.hot_path import served_fast
+from service.api.routes.ndjson import decode_stream
+from service.api.routes.websocket import decode_ws
+from service.api.wire.bodies import BodyRequest, StrictBodies
 from service.api.worker import KEY, Worker
 from service.settings import Settings
 from service.store.registry import Registry
@@ -47,7 +44,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     accepts a connection, so a worker that (re)starts never answers before it can serve; if no
     tokenizer loads, the worker does not start; if some files fail, `/readyz` answers 503 (and in
     strict mode the worker exits). `hot_path=False` leaves encode and count to their handlers
-    alone (`service.api.hot_path`; the tests compare both)."""
+    alone (`service.api.routes.hot_path`; the tests compare both)."""
     handoff = received() if settings is None else Handoff(settings=settings)
     settings = handoff.settings
     worker = Worker(settings, registry, process=handoff.process)

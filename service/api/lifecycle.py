@@ -6,7 +6,7 @@ marker in the shared state directory), so it never serves something other than i
 the supervisor retries it. In strict mode (TOKSVC_STRICT) any failure refuses the start. A worker
 that loaded joins the roster (`WorkerProcess.mark_loaded`), which `/readyz` counts.
 
-Reload. On SIGHUP (and `POST /admin/reload`, `service.api.admin`) a worker loads the store again
+Reload. On SIGHUP (and `POST /admin/reload`, `routes.admin`) a worker loads the store again
 and swaps the new registry in, in one assignment, only if every file loaded; otherwise the old
 one keeps serving and the refusal is logged and counted. Requests in flight keep the tokenizer
 they resolved. One reload at a time per worker (`worker.reload_lock`): six concurrent reloads

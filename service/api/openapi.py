@@ -22,8 +22,8 @@ from litestar.openapi.spec import (
 )
 from litestar.types import AnyCallable
 
-from service.api.examples import EXAMPLES, Examples
 from service.api.problems import documented
+from service.api.wire.examples import EXAMPLES, Examples
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator

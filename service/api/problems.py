@@ -21,7 +21,7 @@ from litestar.openapi.spec import Example
 from litestar.types import ExceptionHandlersMap, Send
 
 from service import errors as e
-from service.api.info_wire import ProblemResponse
+from service.api.wire.info import ProblemResponse
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "/problems/"  # a relative URI reference; every type is listed in docs/api.md

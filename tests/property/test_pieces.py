@@ -8,7 +8,7 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.models.pieces import offsets, pieces
+from service.bpe.pieces import offsets, pieces
 from service.store.registry import Registry
 
 TEXTS = st.lists(

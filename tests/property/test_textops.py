@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.models.textops import chunk, truncate
+from service.bpe.textops import chunk, truncate
 from service.store.registry import Registry
 
 PIECES = st.sampled_from(["你好", "🎉", "👩\u200d💻", " the", "\n", "<|endoftext|>", "  "])

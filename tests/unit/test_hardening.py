@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from service.api.bodies import _refuse_lone_surrogates
-from service.api.lines import LineDecoder
+from service.api.wire.bodies import _refuse_lone_surrogates
+from service.api.wire.lines import LineDecoder
 from service.bpe import PythonEngine, Tokenizer
 from service.bpe.engine import MAX_CACHED_PIECE
 from service.errors import (

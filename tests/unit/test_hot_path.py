@@ -1,4 +1,4 @@
-"""The hot path of encode and count on its own (`service.api.hot_path.HotPath` around a stand-in
+"""The hot path of encode and count on its own (`routes.hot_path.HotPath` around a stand-in
 for the full path): a plain success is answered without the full path; anything else reaches it
 with every message the client sent, and the hot path has sent and recorded nothing."""
 
@@ -13,7 +13,7 @@ from litestar import Litestar
 
 from service.api import metrics
 from service.api.app import create_app
-from service.api.hot_path import HotPath
+from service.api.routes.hot_path import HotPath
 from service.settings import Settings
 from service.store.registry import Registry
 

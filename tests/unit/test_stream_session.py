@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.api.stream_session import STOPPING, Failure, Received, StreamSession
+from service.api.routes.stream_session import STOPPING, Failure, Received, StreamSession
 from service.api.worker import Worker
 from service.errors import LimitExceededError, TooManyStreamsError
 from service.settings import Settings

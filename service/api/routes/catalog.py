@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from service.api.dependencies import RegistryDep, TokenizerDep
-from service.api.info_wire import TokenizerInfoResponse, TokenizerListResponse
 from service.api.openapi import json_get
-from service.api.wire import TokenizerRef
+from service.api.wire.info import TokenizerInfoResponse, TokenizerListResponse
+from service.api.wire.tokens import TokenizerRef
 from service.store.registry import LoadedTokenizer
 
 

@@ -16,10 +16,10 @@ from litestar.response import File, Redirect
 from litestar.router import Router
 from litestar.static_files import create_static_files_router
 
-from service.api import explain
+from service.api.routes import explain
 from service.settings import Settings
 
-ASSETS = Path(__file__).resolve().parent / "assets" / "playground"
+ASSETS = Path(__file__).resolve().parent.parent / "assets" / "playground"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from service.api.wire import StreamTextResponse, StreamUsage
+from service.api.wire.tokens import StreamTextResponse, StreamUsage
 from service.models.pricing import MILLION, money
 from service.store.modelstore import LoadedModel, LoadedPrice
 from service.store.registry import Registry

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.api.wire import PieceBytes
+from service.api.wire.tokens import PieceBytes
 from service.bpe import Tokenizer
-from service.models import pieces as domain
+from service.bpe import pieces as domain
 
 
 def extras(

@@ -29,9 +29,10 @@ from litestar import Router
 from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
-from service.api import encoding, problems
-from service.api.bodies import decode_body, decoder_of
-from service.api.wire import CountRequest, EncodeRequest, ResponseBody
+from service.api import problems
+from service.api.routes import encoding
+from service.api.wire.bodies import decode_body, decoder_of
+from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
 from service.errors import RequestTimeoutError
 from service.store.registry import LoadedTokenizer

@@ -1,4 +1,4 @@
-"""Bodies of the text-budget routes: truncate and chunk (`service.api.textops`)."""
+"""Bodies of the text-budget routes: truncate and chunk (`service.api.routes.textops`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from service.api.models_wire import Tokens
-from service.api.wire import RequestBody, ResponseBody, TokenizerRef, doc
+from service.api.wire.models import Tokens
+from service.api.wire.tokens import RequestBody, ResponseBody, TokenizerRef, doc
 
 
 class TruncateRequest(RequestBody, frozen=True):

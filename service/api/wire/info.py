@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from service.api.wire import ResponseBody, doc
+from service.api.wire.tokens import ResponseBody, doc
 
 
 class TokenizerInfoResponse(ResponseBody, frozen=True):

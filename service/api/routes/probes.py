@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from service.api import lifecycle
 from service.api.dependencies import WorkerDep
-from service.api.info_wire import HealthResponse
 from service.api.openapi import json_get
+from service.api.wire.info import HealthResponse
 from service.errors import NotReadyError
 from service.runtime import native_missing_warning
 

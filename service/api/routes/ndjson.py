@@ -27,10 +27,10 @@ from litestar.types import (
 
 from service.api import problems
 from service.api.dependencies import TokenizerDep, WorkerDep
-from service.api.lines import LineDecoder
 from service.api.openapi import DocumentedOperation
-from service.api.stream_session import GONE, Failure, Received, StreamSession
-from service.api.wire import ErrorsMode
+from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
+from service.api.wire.lines import LineDecoder
+from service.api.wire.tokens import ErrorsMode
 
 NDJSON = "application/x-ndjson"
 _START: HTTPResponseStartEvent = {

@@ -1,7 +1,7 @@
 """Encode and count: one text or a batch, with tiktoken's special-token policy.
 
 What each answers is defined once (`encoded`, `counted`); the routes' handlers answer with it, and
-so does their hot path (`service.api.hot_path`), which serves a plain success without Litestar's
+so does their hot path (`routes.hot_path`), which serves a plain success without Litestar's
 per-request machinery and hands everything else to these handlers."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Any
 
 from litestar.params import JSONBody
 
-from service.api import metrics, token_pieces
-from service.api.bodies import exactly_one
+from service.api import metrics
 from service.api.budget import run_work
-from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
 from service.api.openapi import json_post
-from service.api.wire import (
+from service.api.routes.catalog import ref_of
+from service.api.wire import pieces as token_pieces
+from service.api.wire.bodies import exactly_one
+from service.api.wire.tokens import (
     CountRequest,
     CountResponse,
     EncodeRequest,
@@ -48,7 +49,7 @@ async def _per_text(data: TextsRequest, apply: Callable[..., Any]) -> tuple[list
 
 
 async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResponse:
-    """What encode answers for `data`: the route's handler and its hot path (`service.api.hot_path`)
+    """What encode answers for `data`: the route's handler and its hot path (`routes.hot_path`)
     both answer with this. The metrics are recorded last, once the answer is built: a request that
     fails has recorded nothing."""
     texts, results = await _per_text(data, tokenizer.tokenizer.encode)

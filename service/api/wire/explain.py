@@ -1,10 +1,10 @@
-"""Bodies of the explain routes and the playground's training helper (`service.api.explain`)."""
+"""Bodies of the explain routes and the playground's training helper (`routes.explain`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from service.api.wire import Ids, RequestBody, ResponseBody, TokenizerRef, doc
+from service.api.wire.tokens import Ids, RequestBody, ResponseBody, TokenizerRef, doc
 
 Pattern = Literal["none", "gpt2", "cl100k", "o200k", "qwen2"]
 _PATTERN = (

@@ -17,8 +17,8 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, FromQuery
 
 from service.api.dependencies import WorkerDep
-from service.api.stream_session import GONE, Failure, Received, StreamSession
-from service.api.wire import ErrorsMode
+from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
+from service.api.wire.tokens import ErrorsMode
 from service.errors import ToksvcError, TooManyStreamsError
 
 NORMAL, GOING_AWAY, INVALID_DATA, POLICY, TRY_LATER = 1000, 1001, 1007, 1008, 1013

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta
 
-from service.api.wire import RequestBody, ResponseBody, TokenizerRef, doc
+from service.api.wire.tokens import RequestBody, ResponseBody, TokenizerRef, doc
 
 Tokens = Annotated[int, Meta(ge=0)]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from litestar.params import JSONBody
 
-from service.api import textops_wire as wire
 from service.api.budget import run_work
-from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
 from service.api.openapi import json_post
-from service.models import textops
+from service.api.routes.catalog import ref_of
+from service.api.wire import textops as wire
+from service.bpe import textops
 
 
 @json_post("/v1/tokenizers/{ref:str}/truncate", name="truncate", tag="text budgets",

@@ -23,7 +23,7 @@ from service.api import problems
 
 SCHEMA_PATH = "/schema"
 ASSETS_PATH = f"{SCHEMA_PATH}/assets"
-ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 SWAGGER = f"{ASSETS_PATH}/swagger-ui"
 
 DESCRIPTION = """Exact BPE token ids, counts, decoding and streaming decode; chat counts and

@@ -10,9 +10,10 @@ import anyio.to_thread
 from litestar.params import JSONBody
 
 from service.api import metrics
-from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep
-from service.api.explain_wire import (
+from service.api.openapi import json_post
+from service.api.routes.catalog import ref_of
+from service.api.wire.explain import (
     ExplainPiece,
     ExplainRequest,
     ExplainResponse,
@@ -22,8 +23,7 @@ from service.api.explain_wire import (
     TrainRequest,
     TrainResponse,
 )
-from service.api.openapi import json_post
-from service.api.wire import TokenizerRef
+from service.api.wire.tokens import TokenizerRef
 from service.bpe import Rule, Vocabulary, train
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError

@@ -15,7 +15,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import lifecycle, problems
 from service.api.dependencies import WorkerDep
-from service.api.info_wire import ReloadResponse
+from service.api.wire.info import ReloadResponse
 from service.errors import ReloadRefusedError, ReloadUnavailableError
 
 

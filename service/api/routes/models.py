@@ -7,9 +7,10 @@ import hashlib
 from litestar.params import FromPath, JSONBody
 
 from service.api.budget import run_work
-from service.api.catalog import ref_of
 from service.api.dependencies import RegistryDep, WorkerDep
-from service.api.models_wire import (
+from service.api.openapi import json_get, json_post
+from service.api.routes.catalog import ref_of
+from service.api.wire.models import (
     ChatCountRequest,
     ChatCountResponse,
     Costs,
@@ -21,7 +22,6 @@ from service.api.models_wire import (
     ModelRef,
     PriceInfo,
 )
-from service.api.openapi import json_get, json_post
 from service.models import billing
 from service.models.pricing import money
 from service.store.modelfile import JinjaChat, OpenAIEstimateChat

@@ -30,8 +30,8 @@ import msgspec
 
 from service.api import metrics, problems
 from service.api.budget import STOP_GRACE_SECONDS, StreamBudget, run_work, send_within
-from service.api.metering import meter_for
-from service.api.wire import ErrorsMode, StreamChunkRequest
+from service.api.routes.metering import meter_for
+from service.api.wire.tokens import ErrorsMode, StreamChunkRequest
 from service.api.worker import Worker
 from service.bpe import StreamDecoder
 from service.errors import ToksvcError

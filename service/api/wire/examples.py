@@ -11,10 +11,10 @@ from typing import Any
 
 from msgspec import Struct
 
-from service.api.explain_wire import ExplainRequest, InlineExplainRequest, TrainRequest
-from service.api.models_wire import ChatCountRequest, EstimateRequest
-from service.api.textops_wire import ChunkRequest, TruncateRequest
-from service.api.wire import CountRequest, DecodeRequest, DecodeStepRequest, EncodeRequest
+from service.api.wire.explain import ExplainRequest, InlineExplainRequest, TrainRequest
+from service.api.wire.models import ChatCountRequest, EstimateRequest
+from service.api.wire.textops import ChunkRequest, TruncateRequest
+from service.api.wire.tokens import CountRequest, DecodeRequest, DecodeStepRequest, EncodeRequest
 
 Examples = dict[str, tuple[str, dict[str, Any]]]  # name -> (summary, body)
 

@@ -31,7 +31,7 @@ from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
 
 from service.api.budget import check_items
-from service.api.wire import DecodeRequest, RequestBody
+from service.api.wire.tokens import DecodeRequest, RequestBody
 from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
 from service.settings import Settings

@@ -7,12 +7,12 @@ from functools import partial
 from litestar.params import JSONBody
 
 from service.api import metrics
-from service.api.bodies import exactly_one
 from service.api.budget import check_output, run_work
-from service.api.catalog import ref_of
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
-from service.api.wire import (
+from service.api.routes.catalog import ref_of
+from service.api.wire.bodies import exactly_one
+from service.api.wire.tokens import (
     DecodeRequest,
     DecodeResponse,
     DecodeResult,

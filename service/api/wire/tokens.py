@@ -37,7 +37,7 @@ _STATE = "opaque stream state: pass the previous step's `state` back, null to st
 class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     def size(self) -> tuple[int, int]:
         """(items, ids) the body asks to work on: checked against the batch limits as it is
-        decoded, before any work (`service.api.bodies`)."""
+        decoded, before any work (`service.api.wire.bodies`)."""
         return 1, 0
 
 
