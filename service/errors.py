@@ -9,6 +9,7 @@ problem document's extension members, so no other layer restates them.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -205,15 +206,18 @@ class ManifestError(StoreError):
 
 
 class _NotFoundError(ToksvcError):
+    """`closest`: the loaded names nearest to the one asked for (a typo's likely fix)."""
+
     what: ClassVar[str]
-    fact_names = ("available",)
+    fact_names = ("available", "closest")
 
     def __init__(self, ref: str, available: Iterable[str]) -> None:
         self.ref = ref
         self.available = sorted(available)
-        super().__init__(
-            f"no {self.what} {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"
-        )
+        self.closest = difflib.get_close_matches(ref, self.available, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(map(repr, self.closest))}?" if self.closest else ""
+        super().__init__(f"no {self.what} {ref!r} is loaded{hint}; available: "
+                         f"{', '.join(self.available) or 'none'}")  # fmt: skip
 
 
 class ModelNotFoundError(_NotFoundError):

@@ -25,6 +25,7 @@ from service.api.routes import (
     models,
     playground,
     probes,
+    providers,
     textops,
 )
 from service.api.routes.hot_path import served_fast
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             *([served_fast(encoding.ROUTES)] if hot_path else encoding.ROUTES),
             *decoding.ROUTES,
             *models.ROUTES,
+            *providers.ROUTES,
             *textops.ROUTES,
             decode_stream,
             decode_ws,

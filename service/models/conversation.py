@@ -1,7 +1,8 @@
 """OpenAI-style chat messages and tool definitions: checked, then handed to a chat format as dicts.
 
 What a template sees is what vLLM hands it: content given as a list of text parts is joined with
-newlines, and a tool call's `arguments` given as a JSON string is parsed into an object. Every
+newlines, content that is null or left out is "", and a tool call's `arguments` given as a JSON
+string is parsed into an object. Every
 problem names the message index and the field.
 """
 
@@ -65,6 +66,8 @@ def check_messages(raw: list[Any]) -> list[dict[str, Any]]:
             field, reason = _split(str(exc))
             raise ChatInputError(i, field, reason) from None
         as_dict: dict[str, Any] = msgspec.to_builtins(message)
+        if as_dict.get("content") is None:  # null or left out: "", as vLLM hands it on
+            as_dict["content"] = ""
         if isinstance(message.content, list):
             as_dict["content"] = "\n".join(part.text for part in message.content)
         for j, call in enumerate(message.tool_calls or []):

@@ -53,6 +53,11 @@ TAGS = [
         "conversation as the model bills it, and estimate a request's cost.",
     ),
     Tag(
+        name="provider-shaped",
+        description="The providers' own count routes (Anthropic, OpenAI Responses, vLLM), "
+        "computed locally for any model in the store, answered in the provider's shape.",
+    ),
+    Tag(
         name="streaming",
         description="Decode ids as they are generated, never showing half a character.",
     ),

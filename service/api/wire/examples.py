@@ -13,6 +13,12 @@ from msgspec import Struct
 
 from service.api.wire.explain import ExplainRequest, InlineExplainRequest, TrainRequest
 from service.api.wire.models import ChatCountRequest, EstimateRequest
+from service.api.wire.providers import (
+    AnthropicCountRequest,
+    DetokenizeRequest,
+    ResponsesInputRequest,
+    TokenizeRequest,
+)
 from service.api.wire.textops import ChunkRequest, TruncateRequest
 from service.api.wire.tokens import CountRequest, DecodeRequest, DecodeStepRequest, EncodeRequest
 
@@ -200,6 +206,49 @@ EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
                 **PRICED, "context_window": 128000, "remaining_context": 126997,
                 "model": GPT4O, "tokenizer": O200K}),
         },
+    ),
+    AnthropicCountRequest: (
+        {
+            "chat": ("a conversation", {"model": "gpt-4o", "system": "You are terse.",
+                                        "messages": [{"role": "user", "content": "Hello, world"}]}),
+            "tool-use": ("a tool call and its result", {
+                "model": "qwen3", "tools": [{"name": "get_weather", "input_schema": {
+                    "type": "object", "properties": {"city": {"type": "string"}}}}],
+                "messages": [
+                    {"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                     "name": "get_weather", "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                  "content": "18 C, sunny"}]}]}),
+        },
+        {
+            "chat": ("a conversation", {"input_tokens": 18}),
+            "tool-use": ("a tool call and its result", {"input_tokens": 171}),
+        },
+    ),
+    ResponsesInputRequest: (
+        {"chat": ("instructions and an input", {"model": "gpt-4o", "instructions": "You are terse.",
+                                                 "input": "Hello, world"})},
+        {"chat": ("instructions and an input",
+                  {"object": "response.input_tokens", "input_tokens": 18})},
+    ),
+    TokenizeRequest: (
+        {
+            "prompt": ("a prompt", {"model": "gpt-4o", "prompt": "Hello, world"}),
+            "chat": ("a conversation, rendered by the model's template",
+                     {"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}]}),
+        },
+        {
+            "prompt": ("a prompt", {"count": 3, "max_model_len": 128000,
+                                    "tokens": [13225, 11, 2375]}),
+            "chat": ("a conversation, rendered by the model's template", {
+                "count": 9, "max_model_len": 32768,
+                "tokens": [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]}),
+        },
+    ),
+    DetokenizeRequest: (
+        {"ids": ("ids", {"model": "gpt-4o", "tokens": [13225, 11, 2375]})},
+        {"ids": ("ids", {"prompt": "Hello, world"})},
     ),
     TruncateRequest: (
         {

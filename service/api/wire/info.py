@@ -95,6 +95,11 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
         list[str] | None,
         doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
     ] = None
+    closest: Annotated[
+        list[str] | None,
+        doc("unknown-tokenizer, unknown-model: the served names closest to the one asked for",
+            ["cl100k_base@1"]),
+    ] = None  # fmt: skip
     limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
     token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
         None

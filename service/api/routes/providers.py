@@ -1,0 +1,132 @@
+"""The providers' own count routes, computed locally for any model in the store.
+
+`POST /v1/messages/count_tokens` (Anthropic), `POST /v1/responses/input_tokens` (OpenAI
+Responses), `POST /tokenize` and `POST /detokenize` (vLLM): a gateway or an agent that asks its
+provider for a count can ask this service instead. A conversation of plain text messages gets the
+same count here as from `/v1/models/{model}/count`.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from litestar.params import JSONBody
+
+from service.api.budget import check_output, run_work
+from service.api.dependencies import RegistryDep, WorkerDep
+from service.api.openapi import json_post
+from service.api.wire.providers import (
+    AnthropicCountRequest,
+    DetokenizeRequest,
+    DetokenizeResponse,
+    InputTokens,
+    ResponsesInputRequest,
+    ResponsesInputTokens,
+    TokenizeRequest,
+    TokenizeResponse,
+)
+from service.bpe import pieces
+from service.errors import ChatInputError
+from service.models import billing, providers
+from service.store.registry import Registry
+
+TAG = "provider-shaped"
+
+
+@json_post("/v1/messages/count_tokens", name="anthropic_count_tokens", tag=TAG,
+           summary="Count tokens, Anthropic's shape", returns="the input tokens")  # fmt: skip
+async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
+                                 data: JSONBody[AnthropicCountRequest]) -> InputTokens:  # fmt: skip
+    """Anthropic's `messages/count_tokens` request (`model`, `system`, `messages` with text,
+    thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
+    `/v1/models/{model}/count` counts the same conversation."""
+
+    def count() -> int:
+        chat = providers.from_anthropic(data.system, data.messages, data.tools)
+        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes)
+
+    return InputTokens(input_tokens=await run_work(_size(data), count))
+
+
+@json_post("/v1/responses/input_tokens", name="responses_input_tokens", tag=TAG,
+           summary="Count input tokens, OpenAI Responses' shape",
+           returns="the input tokens")  # fmt: skip
+async def responses_input_tokens(
+    registry: RegistryDep, worker: WorkerDep, data: JSONBody[ResponsesInputRequest]
+) -> ResponsesInputTokens:
+    """OpenAI's `responses/input_tokens` request (`model`, `instructions`, `input` as a string or
+    items, function `tools`), counted for `model` as `/v1/models/{model}/count` counts the same
+    conversation."""
+
+    def count() -> int:
+        chat = providers.from_responses(data.instructions, data.input, data.tools)
+        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes)
+
+    return ResponsesInputTokens(
+        object="response.input_tokens", input_tokens=await run_work(_size(data), count)
+    )
+
+
+@json_post("/tokenize", name="vllm_tokenize", tag=TAG, summary="Tokenize, vLLM's shape",
+           returns="the ids, their count and the model's context window")  # fmt: skip
+async def tokenize(registry: RegistryDep, worker: WorkerDep,
+                   data: JSONBody[TokenizeRequest]) -> TokenizeResponse:  # fmt: skip
+    """vLLM's `/tokenize`: a `prompt` encoded by the model's tokenizer (special-token literals
+    become their ids, as vLLM does), or `messages` rendered by the model's chat format (exact
+    formats only: an estimated model has no ids)."""
+    model = registry.resolve_model(data.model)
+    tok = registry.resolve(model.tokenizer_ref).tokenizer
+
+    def ids() -> list[int]:
+        if (data.prompt is None) == (data.messages is None):
+            raise ChatInputError(None, "prompt", "give exactly one of prompt or messages")
+        if data.prompt is not None:
+            return tok.encode(data.prompt, allowed_special="all")
+        counted = billing.count_conversation(
+            registry, data.model, data.messages or [], data.tools, breakdown=False,
+            add_generation_prompt=data.add_generation_prompt,
+            template_kwargs=data.chat_template_kwargs,
+            max_chars=worker.settings.max_body_bytes * 4)  # fmt: skip
+        if counted.count.ids is None:
+            raise ChatInputError(None, "messages", f"{model.ref} counts by an estimate "
+                                 f"({counted.count.method}); it has no token ids")  # fmt: skip
+        return counted.count.ids
+
+    tokens = await run_work(_size(data), ids)
+    strs = None
+    if data.return_token_strs:
+        check_output(worker.settings, tok.decoded_size(tokens) * 3)
+        strs = [p if isinstance(p, str) else p.decode("utf-8", "replace")
+                for p in pieces.pieces(tok, tokens)]  # fmt: skip
+    return TokenizeResponse(count=len(tokens), max_model_len=model.profile.context_window,
+                            tokens=tokens, token_strs=strs)  # fmt: skip
+
+
+@json_post("/detokenize", name="vllm_detokenize", tag=TAG, summary="Detokenize, vLLM's shape",
+           returns="the text")  # fmt: skip
+async def detokenize(registry: RegistryDep, worker: WorkerDep,
+                     data: JSONBody[DetokenizeRequest]) -> DetokenizeResponse:  # fmt: skip
+    """vLLM's `/detokenize`: ids decoded by the model's tokenizer, special tokens included, bytes
+    of an unfinished character as U+FFFD."""
+    model = registry.resolve_model(data.model)
+    tok = registry.resolve(model.tokenizer_ref).tokenizer
+
+    def text() -> str:
+        check_output(worker.settings, tok.decoded_size(data.tokens))
+        return tok.decode(data.tokens, "replace")
+
+    return DetokenizeResponse(prompt=await run_work(len(data.tokens) * 4, text))
+
+
+def _input_tokens(registry: Registry, model: str, chat: providers.Conversation,
+                  max_body_bytes: int) -> int:  # fmt: skip
+    counted = billing.count_conversation(registry, model, chat.messages, chat.tools,
+                                         breakdown=False, max_chars=max_body_bytes * 4)  # fmt: skip
+    return counted.count.input_tokens
+
+
+def _size(data: msgspec.Struct) -> int:
+    """The work a body asks for, in bytes of its JSON: what decides inline or a thread."""
+    return len(msgspec.json.encode(data))
+
+
+ROUTES = [anthropic_count_tokens, responses_input_tokens, tokenize, detokenize]
