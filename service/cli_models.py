@@ -36,7 +36,8 @@ def add_commands(
     p.add_argument(
         "--output-tokens",
         type=int,
-        help="expected output tokens (default: the model's maximum output)",
+        help="expected output tokens (default: none; the input alone is priced, and the "
+        "model's longest reply apart)",
     )
     p.add_argument("--cached-input-tokens", type=int, default=0)
     p.set_defaults(run=_estimate)
@@ -153,7 +154,8 @@ def _estimate(args: argparse.Namespace) -> None:
     cur = e.price.currency
     print(
         f"{est.model.ref}: {e.input_tokens} input ({'exact' if est.exact else 'estimate'}), "
-        f"{e.output_tokens} output, {e.remaining_context} of the context window left"
+        f"{e.output_tokens} output, {e.remaining_context} of the context window left; the "
+        f"longest reply ({e.max_output_tokens} tokens) would cost {money(e.max_output_cost)} {cur}"
     )
     print(f"  input        {money(e.input_cost)} {cur}")
     print(f"  cached input {money(e.cached_input_cost)} {cur}")

@@ -72,7 +72,8 @@ def estimate_request(
     max_chars: int = 32 * 1024 * 1024,
 ) -> Estimated:
     """Input tokens from a conversation or a text (exactly one); output tokens from
-    `output_tokens`, else `max_output_tokens`, else the model's maximum."""
+    `output_tokens` (expected), else `max_output_tokens` (the request's limit: the worst case),
+    else none: the input alone is priced, and the model's maximum output apart."""
     if (messages is None) == (text is None):
         raise ChatInputError(None, "messages", "give exactly one of messages or text")
     if output_tokens is not None and max_output_tokens is not None:
@@ -111,6 +112,6 @@ def estimate_request(
                                  f"{model.profile.max_output_tokens}")  # fmt: skip
         n_output = max_output_tokens
     else:
-        n_output = model.profile.max_output_tokens
+        n_output = 0
     result = estimate(registry.models, model, n_input, n_output, cached_input_tokens)
     return Estimated(model, tok, result, exact, method)

@@ -21,6 +21,8 @@ class Estimate:
     output_cost: Decimal
     price: LoadedPrice
     remaining_context: int
+    max_output_tokens: int  # the model's maximum output, priced apart in `max_output_cost`
+    max_output_cost: Decimal
 
     @property
     def total_cost(self) -> Decimal:
@@ -41,7 +43,8 @@ def estimate(
     output_tokens: int,
     cached_input_tokens: int = 0,
 ) -> Estimate:
-    """`cached_input_tokens` is the part of `input_tokens` a prompt cache serves."""
+    """`cached_input_tokens` is the part of `input_tokens` a prompt cache serves. The cost of the
+    model's maximum output is given apart (`max_output_cost`), whatever `output_tokens` is."""
     price = price_of(tables, model)
     needed = input_tokens + output_tokens
     window = model.profile.context_window
@@ -51,15 +54,18 @@ def estimate(
     if cached_input_tokens and cached_rate is None:
         raise PriceMissingError(model.ref, "cached input")
     fresh = input_tokens - cached_input_tokens
+    output_rate = Decimal(price.price.output_per_million) / MILLION
     return Estimate(
         input_tokens=input_tokens,
         cached_input_tokens=cached_input_tokens,
         output_tokens=output_tokens,
         input_cost=fresh * Decimal(price.price.input_per_million) / MILLION,
         cached_input_cost=cached_input_tokens * Decimal(cached_rate or "0") / MILLION,
-        output_cost=output_tokens * Decimal(price.price.output_per_million) / MILLION,
+        output_cost=output_tokens * output_rate,
         price=price,
         remaining_context=window - needed,
+        max_output_tokens=model.profile.max_output_tokens,
+        max_output_cost=model.profile.max_output_tokens * output_rate,
     )
 
 

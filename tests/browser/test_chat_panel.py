@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -79,10 +80,19 @@ def test_a_conversation_built_in_the_page_shows_the_api_count_and_cost(pg: Watch
 
     # priced at the model's maximum output instead
     page.locator("#ch-outmax").check()
-    worst = pg.api("/v1/models/gpt-4o@1/estimate", {"messages": CONVERSATION})
+    most = httpx.get(f"{pg.base}/v1/models/gpt-4o@1", timeout=30).json()["max_output_tokens"]
+    worst = pg.api("/v1/models/gpt-4o@1/estimate",
+                   {"messages": CONVERSATION, "max_output_tokens": most})  # fmt: skip
     assert worst["cost"]["total"] != est["cost"]["total"]
     expect(page.locator("#ch-cost-total")).to_have_text(f"{worst['cost']['total']} USD")
-    expect(page.locator("#ch-outtok")).to_have_text(f"{worst['output_tokens']:,}")
+    expect(page.locator("#ch-outtok")).to_have_text(f"{most:,}")
+
+    # the input alone, and the longest reply's cost apart
+    page.locator("#ch-outnone").check()
+    alone = pg.api("/v1/models/gpt-4o@1/estimate", {"messages": CONVERSATION})
+    expect(page.locator("#ch-cost-total")).to_have_text(f"{alone['cost']['input']} USD")
+    expect(page.locator("#ch-outtok")).to_have_text("0")
+    expect(page.locator("#ch-price")).to_contain_text(f"would cost {alone['max_output']['cost']}")
 
 
 def test_switching_model_changes_the_count_as_the_api_says(pg: Watched) -> None:
@@ -145,9 +155,13 @@ def test_an_invalid_message_shows_the_api_detail(pg: Watched) -> None:
     shown_count(pg, "gpt-oss@1", page_messages(page))
     expect(page.locator("#ch-error")).to_be_hidden()
 
-    # gpt-4's maximum output fills its whole context window: the estimate says so
+    # gpt-4's maximum output fills its whole context window: priced with it, the estimate says
+    # the request does not fit
     page.locator("#ch-model").select_option("gpt-4@1")
-    overflow = pg.problem("/v1/models/gpt-4@1/estimate", {"messages": page_messages(page)}, 422)
+    expect(page.locator("#ch-cost-total")).to_contain_text("USD")  # the input alone fits
+    page.locator("#ch-outmax").check()
+    body = {"messages": page_messages(page), "max_output_tokens": 8192}
+    overflow = pg.problem("/v1/models/gpt-4@1/estimate", body, 422)
     expect(page.locator("#ch-cost-error")).to_contain_text(overflow["detail"])
     page.locator("#ch-outset").check()
     page.locator("#ch-outn").fill("100")

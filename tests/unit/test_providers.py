@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -191,3 +192,50 @@ def test_an_unknown_model_names_the_closest(client: TestClient[Any]) -> None:
     assert r.status_code == 404
     assert r.json()["type"] == "/problems/unknown-model"
     assert r.json()["closest"][0] == "qwen3@1"
+
+
+# --- whole OpenAI chat-completions requests on the model routes --------------------------------
+
+OPENAI_REQUEST = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}],
+                  "temperature": 0.7, "stream": True, "tool_choice": "auto", "n": 1}  # fmt: skip
+
+
+def test_a_whole_openai_request_is_counted_and_its_parameters_listed(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    r = client.post("/v1/models/qwen3/count", json={**OPENAI_REQUEST, "max_tokens": 50})
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    want = count_conversation(registry, "qwen3", OPENAI_REQUEST["messages"]).count.input_tokens
+    assert doc["input_tokens"] == want
+    assert doc["ignored"] == ["model", "temperature", "n", "stream", "tool_choice", "max_tokens"]
+    plain = client.post("/v1/models/qwen3/count", json={"messages": OPENAI_REQUEST["messages"]})
+    assert "ignored" not in plain.json()
+
+
+def test_a_typo_is_still_refused(client: TestClient[Any]) -> None:
+    r = client.post("/v1/models/qwen3/count", json={**OPENAI_REQUEST, "temprature": 1})
+    assert r.status_code == 400 and "temprature" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("limit", ["max_tokens", "max_completion_tokens", "max_output_tokens"])
+def test_the_request_output_limit_prices_the_output(client: TestClient[Any], limit: str) -> None:
+    doc = client.post("/v1/models/gpt-4o/estimate", json={**OPENAI_REQUEST, limit: 500}).json()
+    assert doc["output_tokens"] == 500 and doc["cost"]["output"] == "0.005"  # $10 per million
+    assert "max_tokens" not in doc["ignored"] and "max_completion_tokens" not in doc["ignored"]
+
+
+def test_an_estimate_without_output_prices_the_input_alone(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    """Not the cost of the model's longest reply (gpt-4's maximum output is its whole window,
+    which made every default estimate a context overflow): that is given apart."""
+    for model in ("gpt-4o", "gpt-4"):
+        doc = client.post(f"/v1/models/{model}/estimate", json={"text": "Hello"}).json()
+        profile = registry.resolve_model(model).profile
+        assert doc["output_tokens"] == 0 and doc["cost"]["output"] == "0.0"
+        assert doc["cost"]["total"] == doc["cost"]["input"]
+        assert doc["remaining_context"] == profile.context_window - doc["input_tokens"]
+        rate = Decimal(registry.models.prices[model].price.output_per_million) / 1_000_000
+        assert doc["max_output"] == {"tokens": profile.max_output_tokens,
+                                     "cost": str(profile.max_output_tokens * rate)}  # fmt: skip

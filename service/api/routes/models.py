@@ -16,6 +16,7 @@ from service.api.wire.models import (
     Costs,
     EstimateRequest,
     EstimateResponse,
+    MaxOutput,
     MessageTokens,
     ModelInfo,
     ModelListResponse,
@@ -96,6 +97,7 @@ async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[s
         exact=c.exact, method=c.method, model=model_ref(counted.model),
         tokenizer=ref_of(counted.tokenizer), template_sha256=c.template_sha256,
         text=c.text if data.return_text else None, ids=c.ids if data.return_ids else None,
+        ignored=data.ignored(),
     )  # fmt: skip
 
 
@@ -105,14 +107,17 @@ async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[s
 async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str],
                    data: JSONBody[EstimateRequest]) -> EstimateResponse:  # fmt: skip
     """Input tokens of a conversation (as count) or a `text`, output tokens (`output_tokens`, else
-    `max_output_tokens`, else the model's maximum), and the cost of each part and in total as
-    decimal strings, from the model's price file; `remaining_context` is what is left of the
-    context window."""
+    `max_output_tokens` or an OpenAI request's `max_completion_tokens`/`max_tokens`, else none),
+    and the cost of each part and in total as decimal strings, from the model's price file;
+    `max_output` is what the model's longest reply would cost, apart; `remaining_context` is
+    what is left of the context window."""
+    limit = next((n for n in (data.max_output_tokens, data.max_completion_tokens, data.max_tokens)
+                  if n is not None), None)  # fmt: skip
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
     est = await run_work(size, lambda: billing.estimate_request(
         registry, model, messages=data.messages, tools=data.tools, text=data.text,
         add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
-        max_output_tokens=data.max_output_tokens, output_tokens=data.output_tokens,
+        max_output_tokens=limit, output_tokens=data.output_tokens,
         cached_input_tokens=data.cached_input_tokens,
         max_chars=worker.settings.max_body_bytes * 4))  # fmt: skip
     e = est.estimate
@@ -124,7 +129,8 @@ async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str
         currency=e.price.currency, price_file=e.price.file_ref,
         price_file_sha256=e.price.file_sha256, context_window=est.model.profile.context_window,
         remaining_context=e.remaining_context, model=model_ref(est.model),
-        tokenizer=ref_of(est.tokenizer),
+        tokenizer=ref_of(est.tokenizer), ignored=data.ignored(),
+        max_output=MaxOutput(tokens=e.max_output_tokens, cost=money(e.max_output_cost)),
     )  # fmt: skip
 
 

@@ -57,6 +57,7 @@ CHAT_COUNTED = [
     {"index": 1, "role": "user", "tokens": 7},
 ]
 OVERHEAD = {"preamble": 0, "generation_prompt": 3}
+MAX_OUTPUT = {"tokens": 16384, "cost": "0.16384"}  # gpt-4o's longest reply at $10 per million
 SENTENCES = "Hello, world. How are you?"
 HELLO, HOW = [9906, 11, 1917], [4438, 527, 499, 30]  # "Hello, world", "How are you?"
 TEXTS = ["Hello, world", "How are you?"]
@@ -189,6 +190,9 @@ EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
                      {"messages": CHAT, "output_tokens": 100}),
             "text": ("a text and the request's output limit",
                      {"text": "Hello, world", "max_output_tokens": 1000}),
+            "openai": ("a whole OpenAI chat-completions request",
+                       {"model": "gpt-4o", "messages": CHAT, "temperature": 0.2, "stream": True,
+                        "max_completion_tokens": 500}),
         },
         {
             "chat": ("a conversation and an expected reply length", {
@@ -197,14 +201,22 @@ EXAMPLES: dict[type[Struct], tuple[Examples, Examples]] = {
                 "cost": {"input": "0.000045", "cached_input": "0.0", "output": "0.001",
                          "total": "0.001045"},
                 **PRICED, "context_window": 128000, "remaining_context": 127882,
-                "model": GPT4O, "tokenizer": O200K}),
+                "max_output": MAX_OUTPUT, "model": GPT4O, "tokenizer": O200K}),
             "text": ("a text and the request's output limit", {
                 "input_tokens": 3, "cached_input_tokens": 0, "output_tokens": 1000,
                 "exact": True, "method": "text",
                 "cost": {"input": "0.0000075", "cached_input": "0.0", "output": "0.01",
                          "total": "0.0100075"},
                 **PRICED, "context_window": 128000, "remaining_context": 126997,
-                "model": GPT4O, "tokenizer": O200K}),
+                "max_output": MAX_OUTPUT, "model": GPT4O, "tokenizer": O200K}),
+            "openai": ("a whole OpenAI chat-completions request", {
+                "input_tokens": 18, "cached_input_tokens": 0, "output_tokens": 500,
+                "exact": False, "method": "openai-estimate",
+                "cost": {"input": "0.000045", "cached_input": "0.0", "output": "0.005",
+                         "total": "0.005045"},
+                **PRICED, "context_window": 128000, "remaining_context": 127482,
+                "max_output": MAX_OUTPUT, "model": GPT4O, "tokenizer": O200K,
+                "ignored": ["model", "temperature", "stream"]}),
         },
     ),
     AnthropicCountRequest: (

@@ -90,9 +90,58 @@ class ModelRef(ResponseBody, frozen=True):
     sha256: Annotated[str, doc("sha256 of the model profile file, hex", _SHA)]
 
 
-class ChatCountRequest(RequestBody, frozen=True):
+_IGNORED = "an OpenAI chat-completions parameter: accepted, not counted, listed in `ignored`"
+
+
+class ChatRequestParams(RequestBody, frozen=True):
+    """The parameters of an OpenAI chat-completions request that do not change its input
+    tokens: a whole request body is accepted as it is sent, and the answer lists what it
+    ignored. (Any other unknown field is still a 400, so a typo is not silently dropped.)"""
+
+    model: Annotated[Any, doc(_IGNORED + " (the path names the model)")] = None
+    temperature: Annotated[Any, doc(_IGNORED)] = None
+    top_p: Annotated[Any, doc(_IGNORED)] = None
+    n: Annotated[Any, doc(_IGNORED)] = None
+    stream: Annotated[Any, doc(_IGNORED)] = None
+    stream_options: Annotated[Any, doc(_IGNORED)] = None
+    stop: Annotated[Any, doc(_IGNORED)] = None
+    presence_penalty: Annotated[Any, doc(_IGNORED)] = None
+    frequency_penalty: Annotated[Any, doc(_IGNORED)] = None
+    logit_bias: Annotated[Any, doc(_IGNORED)] = None
+    logprobs: Annotated[Any, doc(_IGNORED)] = None
+    top_logprobs: Annotated[Any, doc(_IGNORED)] = None
+    seed: Annotated[Any, doc(_IGNORED)] = None
+    user: Annotated[Any, doc(_IGNORED)] = None
+    response_format: Annotated[Any, doc(_IGNORED)] = None
+    tool_choice: Annotated[Any, doc(_IGNORED)] = None
+    parallel_tool_calls: Annotated[Any, doc(_IGNORED)] = None
+    service_tier: Annotated[Any, doc(_IGNORED)] = None
+    store: Annotated[Any, doc(_IGNORED)] = None
+    metadata: Annotated[Any, doc(_IGNORED)] = None
+    reasoning_effort: Annotated[Any, doc(_IGNORED)] = None
+    verbosity: Annotated[Any, doc(_IGNORED)] = None
+    modalities: Annotated[Any, doc(_IGNORED)] = None
+    prediction: Annotated[Any, doc(_IGNORED)] = None
+    prompt_cache_key: Annotated[Any, doc(_IGNORED)] = None
+    safety_identifier: Annotated[Any, doc(_IGNORED)] = None
+    web_search_options: Annotated[Any, doc(_IGNORED)] = None
+    max_tokens: Annotated[Tokens | None, doc("the older name of `max_completion_tokens`")] = None
+    max_completion_tokens: Annotated[
+        Tokens | None, doc("the request's output limit: what an estimate prices as the output")
+    ] = None
+
+    def ignored(self) -> list[str] | None:
+        """The OpenAI parameters this body carries that the count does not use (None: none)."""
+        used = ("max_tokens", "max_completion_tokens") if isinstance(self, EstimateRequest) else ()
+        names = [name for name in _OPENAI_PARAMS
+                 if name not in used and getattr(self, name) is not None]  # fmt: skip
+        return names or None
+
+
+class ChatCountRequest(ChatRequestParams, frozen=True, kw_only=True):
     """OpenAI-style messages (role, content, name, tool_calls, tool_call_id, reasoning_content)
-    and tools; each message is checked on its own so a problem names its index."""
+    and tools; each message is checked on its own so a problem names its index. A whole OpenAI
+    chat-completions request is accepted: its other parameters are listed in `ignored`."""
 
     messages: Annotated[
         list[dict[str, Any]], doc(_MESSAGES, [{"role": "user", "content": "Hello, world"}])
@@ -153,12 +202,16 @@ class ChatCountResponse(ResponseBody, frozen=True):
     ] = None
     text: Annotated[str | None, doc("the rendered prompt, with `return_text`")] = None
     ids: Annotated[list[int] | None, doc("the prompt's token ids, with `return_ids`")] = None
+    ignored: Annotated[
+        list[str] | None, doc("OpenAI request parameters the body carried and the count ignored")
+    ] = None
 
 
-class EstimateRequest(RequestBody, frozen=True):
-    """A conversation (`messages`, `tools`) or a `text`; `max_output_tokens` (default: the
-    model's maximum) or `output_tokens` (an expected count); `cached_input_tokens` of the input
-    served by a prompt cache."""
+class EstimateRequest(ChatRequestParams, frozen=True, kw_only=True):
+    """A conversation (`messages`, `tools`) or a `text`; `output_tokens` (an expected count) or
+    `max_output_tokens` (the request's limit, also read from an OpenAI request's
+    `max_completion_tokens` or `max_tokens`; without any, the input alone is priced and the
+    model's maximum output apart); `cached_input_tokens` of the input served by a prompt cache."""
 
     messages: Annotated[
         list[dict[str, Any]] | None,
@@ -174,8 +227,9 @@ class EstimateRequest(RequestBody, frozen=True):
     ] = None
     max_output_tokens: Annotated[
         Tokens | None,
-        doc("the request's output limit (default: the model's maximum): the worst case", 1000),
-    ] = None
+        doc("the request's output limit, priced as the worst case (default: no output priced)",
+            1000),
+    ] = None  # fmt: skip
     output_tokens: Annotated[
         Tokens | None, doc("an expected number of output tokens instead of the limit", 100)
     ] = None
@@ -193,8 +247,16 @@ class Costs(ResponseBody, frozen=True):
     total: Annotated[str, doc("the sum of the parts", "0.001045")]
 
 
+class MaxOutput(ResponseBody, frozen=True):
+    """What the model's longest reply would cost: a bound, not part of `cost`."""
+
+    tokens: Annotated[int, doc("the model's maximum output tokens", 16384)]
+    cost: Annotated[str, doc("their cost, " + _MONEY, "0.16384")]
+
+
 class EstimateResponse(ResponseBody, frozen=True):
-    """Input and output tokens of a request, the cost of each part and in total."""
+    """Input and output tokens of a request, the cost of each part and in total; the cost of the
+    model's longest reply apart (`max_output`)."""
 
     input_tokens: Annotated[int, doc("all input tokens, cached ones included", 18)]
     cached_input_tokens: Annotated[int, doc("of which served from a prompt cache", 0)]
@@ -209,5 +271,14 @@ class EstimateResponse(ResponseBody, frozen=True):
     remaining_context: Annotated[
         int, doc("context left after input and output (negative: it does not fit)", 127882)
     ]
+    max_output: MaxOutput  # described by MaxOutput (a field description would wrap the $ref)
     model: ModelRef  # described by ModelRef (a field description would wrap the $ref)
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    ignored: Annotated[
+        list[str] | None, doc("OpenAI request parameters the body carried and the count ignored")
+    ] = None
+
+
+_OPENAI_PARAMS = tuple(
+    n for n in ChatRequestParams.__struct_fields__ if n not in RequestBody.__struct_fields__
+)

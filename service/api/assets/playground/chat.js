@@ -31,7 +31,7 @@ export async function init() {
   $("ch-messages").addEventListener("input", onEdit);
   $("ch-messages").addEventListener("change", onEdit);
   $("ch-messages").addEventListener("click", onButton);
-  for (const id of ["ch-outmax", "ch-outset"]) $(id).addEventListener("change", update);
+  for (const id of ["ch-outnone", "ch-outmax", "ch-outset"]) $(id).addEventListener("change", update);
   $("ch-outn").addEventListener("input", () => { $("ch-outset").checked = true; schedule(); });
   try {
     ({ models } = await call("/v1/models"));
@@ -125,7 +125,8 @@ function add() {
 }
 
 function outputFields() {
-  if (!$("ch-outset").checked) return { ok: true, fields: {} };
+  if ($("ch-outnone").checked) return { ok: true, fields: {} };
+  if ($("ch-outmax").checked) return { ok: true, fields: { max_output_tokens: model.max_output_tokens } };
   const n = Number($("ch-outn").value);
   if ($("ch-outn").value === "" || !Number.isInteger(n) || n < 0) return { ok: false };
   return { ok: true, fields: { output_tokens: n } };
@@ -247,5 +248,6 @@ function showCost(cost, m, outOk) {
   body.replaceChildren(...rows);
   $("ch-cost").hidden = false;
   $("ch-price").textContent = `Prices from ${e.price_file} (sha256 ${e.price_file_sha256.slice(0, 12)}…), read on ${p.read_on}: ${p.source}. ` +
-    `${fmt(e.remaining_context)} of ${fmt(e.context_window)} context tokens left after input and output.`;
+    `${fmt(e.remaining_context)} of ${fmt(e.context_window)} context tokens left after input and output. ` +
+    `The longest reply (${fmt(e.max_output.tokens)} tokens) would cost ${e.max_output.cost} ${cur}.`;
 }
