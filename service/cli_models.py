@@ -54,7 +54,8 @@ def _chat_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-generation-prompt", action="store_true")
 
 
-def _tables(args: argparse.Namespace) -> ModelTables:
+def model_tables(args: argparse.Namespace) -> ModelTables:
+    """Every model profile and price file of the stores a command reads (failures warned)."""
     stores = cli_options.stores(args)
     manifests: list[tuple[Path, Manifest]] = []
     for root in stores:
@@ -70,7 +71,7 @@ def _tables(args: argparse.Namespace) -> ModelTables:
 
 def _registry(args: argparse.Namespace) -> Registry:
     """The asked model's tokenizer, loaded, with every model profile and price."""
-    tables = _tables(args)
+    tables = model_tables(args)
     if args.model not in tables.names:
         raise ModelNotFoundError(args.model, [m.ref for m in tables.models.values()])
     model = tables.models[tables.names[args.model]]
@@ -93,7 +94,7 @@ def _conversation(path: Path) -> tuple[list[Any], list[Any] | None]:
 
 
 def _models(args: argparse.Namespace) -> int:
-    tables = _tables(args)
+    tables = model_tables(args)
     for m in tables.models.values():
         p = m.profile
         kind = "estimate" if isinstance(p.chat, OpenAIEstimateChat) else "exact"

@@ -1,4 +1,5 @@
-"""The text commands of `toksvc`: encode, count (each carries its operation) and decode.
+"""The text commands of `toksvc`: encode, count (each carries its operation), truncate, chunk and
+decode. Each takes a tokenizer or a model (its tokenizer).
 
 They load only the versions of the asked name (a whole store takes seconds to load).
 """
@@ -11,8 +12,8 @@ import sys
 from collections.abc import Callable
 from functools import partial
 
-from service import cli_options
-from service.bpe import SpecialSet, Tokenizer
+from service import cli_models, cli_options
+from service.bpe import SpecialSet, Tokenizer, textops
 from service.errors import ConfigError, TokenizerNotFoundError
 from service.store.registry import listed_refs
 
@@ -41,7 +42,7 @@ def add_commands(
 ) -> None:
     for command, (helptext, operation) in TEXT_OPERATIONS.items():
         p = sub.add_parser(command, parents=[reading], help=helptext)
-        p.add_argument("tokenizer", help="name or name@version")
+        p.add_argument("tokenizer", help="a tokenizer (name or name@version), or a model")
         p.add_argument("text", nargs="?", help="the text (default: all of stdin, as it is: see -n)")
         p.add_argument(
             "--allowed-special",
@@ -61,8 +62,19 @@ def add_commands(
         )
         p.set_defaults(run=partial(_run, operation))
 
+    help_ = "print the longest start (or end) of a text within a token budget"
+    p = sub.add_parser("truncate", parents=[reading], help=help_)
+    _budget_args(p)
+    p.add_argument("--keep", choices=["start", "end"], default="start")
+    p.set_defaults(run=_truncate)
+    help_ = "split a text into chunks within a token budget (JSON, one per line)"
+    p = sub.add_parser("chunk", parents=[reading], help=help_)
+    _budget_args(p)
+    p.add_argument("--overlap", type=int, default=0, help="tokens a chunk may repeat (default 0)")
+    p.set_defaults(run=_chunk)
+
     p = sub.add_parser("decode", parents=[reading], help="print the text of ids")
-    p.add_argument("tokenizer", help="name or name@version")
+    p.add_argument("tokenizer", help="a tokenizer (name or name@version), or a model")
     p.add_argument("ids", nargs="*", type=int, help="ids (default: read a JSON list from stdin)")
     p.add_argument("--errors", choices=["strict", "replace"], default="strict")
     p.add_argument(
@@ -71,14 +83,42 @@ def add_commands(
     p.set_defaults(run=_decode)
 
 
+def _budget_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tokenizer", help="a tokenizer (name or name@version), or a model")
+    p.add_argument("max_tokens", type=int, help="the token budget")
+    p.add_argument("text", nargs="?", help="the text (default: all of stdin, as it is)")
+
+
+def _truncate(args: argparse.Namespace) -> None:
+    tokenizer = _tokenizer(args)
+    text = sys.stdin.read() if args.text is None else args.text
+    cut = textops.truncate(tokenizer, text, args.max_tokens, args.keep)
+    sys.stdout.write(cut.text + "\n")
+
+
+def _chunk(args: argparse.Namespace) -> None:
+    tokenizer = _tokenizer(args)
+    text = sys.stdin.read() if args.text is None else args.text
+    for c in textops.chunk(tokenizer, text, args.max_tokens, args.overlap):
+        line = {"text": c.text, "start": c.start, "end": c.end, "count": c.count}
+        print(json.dumps(line, ensure_ascii=False))
+
+
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
-    """Load only the versions of the asked name; an unknown name lists every tokenizer."""
+    """Load only the versions of the asked name; a model's name loads its tokenizer (said on
+    stderr); an unknown name lists every tokenizer and model."""
     registry = cli_options.registry(args, args.tokenizer.split("@")[0])
     try:
         return registry.resolve(args.tokenizer).tokenizer
     except TokenizerNotFoundError:
-        known = listed_refs(cli_options.stores(args))
-        raise TokenizerNotFoundError(args.tokenizer, known) from None
+        tables = cli_models.model_tables(args)
+        model = tables.models.get(tables.names.get(args.tokenizer, ""))
+        if model is None:
+            known = [*listed_refs(cli_options.stores(args)), *tables.models]
+            raise TokenizerNotFoundError(args.tokenizer, known) from None
+    print(f"toksvc: {model.ref} counts with {model.tokenizer_ref}", file=sys.stderr)
+    name = model.tokenizer_ref.split("@")[0]
+    return cli_options.registry(args, name).resolve(model.tokenizer_ref).tokenizer
 
 
 def _run(operation: TextOperation, args: argparse.Namespace) -> None:

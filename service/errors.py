@@ -213,7 +213,7 @@ class _NotFoundError(ToksvcError):
 
     def __init__(self, ref: str, available: Iterable[str]) -> None:
         self.ref = ref
-        self.available = sorted(available)
+        self.available = sorted(set(available))
         self.closest = difflib.get_close_matches(ref, self.available, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(map(repr, self.closest))}?" if self.closest else ""
         super().__init__(f"no {self.what} {ref!r} is loaded{hint}; available: "

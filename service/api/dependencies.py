@@ -5,7 +5,8 @@
 
 `worker` is the worker's typed state (its settings, the registry, stream slots, `stopping`);
 `registry` the one serving now (503 before the store has loaded); `tokenizer` the one the path's
-`{ref}` names in it (404 naming the loaded ones otherwise).
+`{ref}` names in it, or the tokenizer of the model it names (404 naming the loaded ones
+otherwise).
 
 `worker` is known when the app is built, so it is a cached value (nothing to resolve per
 request); `registry` and `tokenizer` each read it, so a handler's dependencies form a chain that
@@ -35,7 +36,8 @@ def provide_registry(worker: WorkerDep) -> Registry:
 
 
 def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
-    return worker.serving().resolve(ref)
+    """`{ref}` names a tokenizer, or a model (whose tokenizer the answer's `tokenizer` names)."""
+    return worker.serving().tokenizer_for(ref)
 
 
 def dependencies(worker: Worker) -> dict[str, Provide]:

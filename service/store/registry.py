@@ -81,6 +81,19 @@ class Registry:
             raise TokenizerNotFoundError(ref, [*self.tokenizers, *self.defaults])
         return found
 
+    def tokenizer_for(self, ref: str) -> LoadedTokenizer:
+        """A tokenizer reference, or a model's name, alias or `name@version`: that model's
+        tokenizer. Neither: TokenizerNotFoundError listing (and suggesting) both kinds."""
+        try:
+            return self.resolve(ref)
+        except TokenizerNotFoundError:
+            model_key = self.models.names.get(ref)
+            if model_key is None:
+                models = [m.ref for m in self.models.models.values()]
+                known = [*self.tokenizers, *self.defaults, *models]
+                raise TokenizerNotFoundError(ref, known) from None
+        return self.resolve(self.models.models[model_key].tokenizer_ref)
+
     def __iter__(self) -> Iterator[LoadedTokenizer]:
         return iter(self.tokenizers.values())
 

@@ -239,3 +239,44 @@ def test_an_estimate_without_output_prices_the_input_alone(
         rate = Decimal(registry.models.prices[model].price.output_per_million) / 1_000_000
         assert doc["max_output"] == {"tokens": profile.max_output_tokens,
                                      "cost": str(profile.max_output_tokens * rate)}  # fmt: skip
+
+
+# --- a model's name wherever a tokenizer is expected -------------------------------------------
+
+
+def test_a_model_name_serves_as_its_tokenizer(client: TestClient[Any], registry: Registry) -> None:
+    """On the hot path (one text) and the full path (a batch) alike."""
+    want = registry.resolve("o200k_base").tokenizer.encode("Hello, world")
+    one = client.post("/v1/tokenizers/gpt-4o/encode", json={"text": "Hello, world"}).json()
+    assert one["ids"] == want and one["tokenizer"]["name"] == "o200k_base"
+    batch = client.post("/v1/tokenizers/gpt-4o/count", json={"texts": ["Hello, world"]}).json()
+    assert batch["counts"] == [len(want)] and batch["tokenizer"]["name"] == "o200k_base"
+    assert client.get("/v1/tokenizers/gpt-4o").json()["name"] == "o200k_base"
+
+
+def test_an_unknown_name_suggests_tokenizers_and_models(client: TestClient[Any]) -> None:
+    doc = client.post("/v1/tokenizers/gpt-4oo/count", json={"text": "x"}).json()
+    assert doc["type"] == "/problems/unknown-tokenizer"
+    assert "gpt-4o@1" in doc["closest"] and "o200k_base@1" in doc["available"]
+
+
+def test_the_cli_takes_a_model_name_and_truncates_and_chunks(
+    capsys: pytest.CaptureFixture[str], registry: Registry
+) -> None:
+    from service.bpe import textops  # noqa: PLC0415
+    from service.cli import main  # noqa: PLC0415
+
+    text = "Hello, world. How are you?"
+    tok = registry.resolve("o200k_base").tokenizer
+    assert main(["count", "gpt-4o", text]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"{tok.count(text)}\n" and "gpt-4o@1 counts with o200k_base@1" in err
+    assert main(["truncate", "gpt-4o", "3", text, "--keep", "end"]) == 0
+    assert capsys.readouterr().out == textops.truncate(tok, text, 3, "end").text + "\n"
+    assert main(["chunk", "gpt-4o", "4", text, "--overlap", "1"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(c["text"], c["count"]) for c in lines] == [
+        (c.text, c.count) for c in textops.chunk(tok, text, 4, 1)
+    ]
+    assert main(["count", "gpt-4oo", "x"]) != 0
+    assert "did you mean 'gpt-4o@1'" in capsys.readouterr().err

@@ -134,7 +134,7 @@ class HotPath:
         if body is not None:
             try:
                 data = decode_body(plan.decoder, body, worker.settings)
-                tokenizer = worker.serving().resolve(scope["path_params"]["ref"])
+                tokenizer = worker.serving().tokenizer_for(scope["path_params"]["ref"])
                 answer = await plan.answer(tokenizer, data)
             except Exception:  # whatever it is, the full path answers it
                 pass
