@@ -1,17 +1,22 @@
-"""The store commands of `toksvc`: train, import, verify, list."""
+"""The store commands of `toksvc`: train, import (tokenizers, model profiles, price files),
+verify, list."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from service import cli_options
 from service.bpe import train
+from service.errors import ConfigError
 from service.store import presets
 from service.store.fileformat import TokenizerFile
-from service.store.importers import import_files, trained_file
-from service.store.manifest import add_to_store
+from service.store.importers import add_model, add_prices, import_files, trained_file
+from service.store.manifest import ManifestEntry, add_to_store
+from service.store.modelfile import OpenAIEstimateChat
+from service.store.registry import listed_refs
 from service.store.sources import Naming
 
 
@@ -33,15 +38,18 @@ def add_commands(
     _metadata_args(p)
     p.set_defaults(run=_train)
 
-    p = sub.add_parser("import", parents=[writing], help="import a tokenizer into a store")
-    p.add_argument("kind", choices=["tiktoken", "hf", "gpt2"])
+    help_ = "import a tokenizer, a model profile or a price file into a store"
+    p = sub.add_parser("import", parents=[writing], help=help_)
+    p.add_argument("kind", choices=["tiktoken", "hf", "gpt2", "model", "prices"])
     p.add_argument(
         "files",
         nargs="+",
         type=Path,
-        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe",
+        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe; "
+        "model: PROFILE.json; prices: PRICES.json (docs/format.md)",
     )
-    _naming_args(p)
+    p.add_argument("--name", help="the tokenizer's name (a profile or price file names itself)")
+    p.add_argument("--version", help="the tokenizer's version")
     p.add_argument(
         "--preset",
         choices=sorted(presets.PRESETS),
@@ -105,13 +113,28 @@ def _progress_bar(done: int, total: int) -> None:
 
 def _import(args: argparse.Namespace) -> None:
     store = cli_options.target(args)
+    if args.kind in ("model", "prices"):
+        if len(args.files) != 1:
+            raise ConfigError(f"import {args.kind} takes one file")
+        if args.kind == "model":
+            served = listed_refs([*args.settings.stores, store])
+            entry = add_model(store, args.files[0], served, default=not args.no_default)
+        else:
+            entry = add_prices(store, args.files[0], default=not args.no_default)
+        _wrote(store, entry)
+        return
+    if not (args.name and args.version):
+        raise ConfigError(f"import {args.kind} needs --name and --version")
     tf = import_files(args.kind, args.files, _naming(args), preset=args.preset,
                       pattern=args.pattern)  # fmt: skip
     _write(args, store, tf)
 
 
 def _write(args: argparse.Namespace, store: Path, tf: TokenizerFile) -> None:
-    entry = add_to_store(store, tf, default=not args.no_default)
+    _wrote(store, add_to_store(store, tf, default=not args.no_default))
+
+
+def _wrote(store: Path, entry: ManifestEntry) -> None:
     print(
         f"wrote {store / entry.path} sha256:{entry.sha256}{' (default)' if entry.default else ''}"
     )
@@ -122,11 +145,17 @@ def _verify(args: argparse.Namespace) -> int:
     for t in registry:
         consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
+    tables = registry.models
+    for m in tables.models.values():
+        kind = "estimate" if isinstance(m.profile.chat, OpenAIEstimateChat) else "exact"
+        print(f"ok    {m.ref:28} model  -> {m.tokenizer_ref} ({kind})")
+    for file_ref, n in Counter(p.file_ref for p in tables.prices.values()).items():
+        print(f"ok    {file_ref:28} prices  {n} models")
     for failure in registry.failures:
         print(f"FAIL  {failure}")
-    print(
-        f"{len(registry)} loaded, {len(registry.failures)} failed in {registry.load_seconds:.2f}s"
-    )
+    n_prices = len({p.file_ref for p in tables.prices.values()})
+    print(f"{len(registry)} tokenizers, {len(tables.models)} models, {n_prices} price files "
+          f"loaded, {len(registry.failures)} failed in {registry.load_seconds:.2f}s")  # fmt: skip
     return 0 if registry.complete else 1
 
 

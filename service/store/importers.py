@@ -1,13 +1,15 @@
-"""Adding tokenizers to a user's store: which store is written (never the bundled one), which
+"""Adding tokenizers, model profiles and price files to a user's store: which store is written
+(never the bundled one), which
 importer reads which files (tiktoken rank files: `rankfile`; Hugging Face `tokenizer.json` and
 GPT-2's `encoder.json` + `vocab.bpe`: `bytelevel`), what a preset brings, what the user's words
 add (description, license), and the file a trained model becomes. `add_to_store` validates each
-file before writing it. Every failure is a `StoreError` naming the file and the field.
+file before writing it; a model profile or price file is checked as the loader checks it and
+kept byte for byte. Every failure is a `StoreError` naming the file and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -16,9 +18,11 @@ from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
 from service.store.bytelevel import from_gpt2, from_hf_json
 from service.store.fileformat import TokenizerFile
+from service.store.manifest import ManifestEntry, add_entry
+from service.store.modelfile import parse_model, parse_prices
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
 from service.store.rankfile import from_tiktoken
-from service.store.sources import Found, Naming, source_note
+from service.store.sources import Found, Naming, read_source, source_note
 
 ImportKind = Literal["tiktoken", "hf", "gpt2"]
 FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "hf": 1, "gpt2": 2}
@@ -72,3 +76,23 @@ def trained_file(
     source = f"trained by toksvc on {source_note(*corpus)}"
     found = Found("pairs", model.merges, model.pattern, normalization, model.special_tokens, source)
     return found.named(naming)
+
+
+def add_model(store: Path, path: Path, tokenizers: Collection[str], *,
+              default: bool = True) -> ManifestEntry:  # fmt: skip
+    """Add the model profile at `path` to `store`, pinned; its tokenizer must be one of
+    `tokenizers` (the refs the served stores list), as the loader will require."""
+    data = read_source(path)
+    profile = parse_model(data, str(path))
+    if profile.tokenizer not in tokenizers:
+        raise StoreError(str(path), f"tokenizer: {profile.tokenizer} is in none of the stores "
+                         "served with this one; import it first or fix the profile")  # fmt: skip
+    return add_entry(store, "models", profile.name, profile.version, data, default=default)
+
+
+def add_prices(store: Path, path: Path, *, default: bool = True) -> ManifestEntry:
+    """Add the price file at `path` to `store`, pinned (only a name's default version is in
+    force)."""
+    data = read_source(path)
+    prices = parse_prices(data, str(path))
+    return add_entry(store, "prices", prices.name, prices.version, data, default=default)

@@ -22,6 +22,12 @@ from service.store.validation import validate
 MANIFEST = "manifest.json"
 Sha256 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
 MAX_ENTRIES = 1000  # a manifest of 10,008 versions took 57 s and 11 GB to load in one worker
+EntryKind = Literal["tokenizers", "models", "prices"]
+LAYOUTS: dict[EntryKind, str] = {  # where each kind of file lives in a store
+    "tokenizers": "{}/{}.json",
+    "models": "models/{}@{}.json",
+    "prices": "prices/{}@{}.json",
+}
 
 
 class ManifestEntry(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -88,9 +94,8 @@ def check_manifest(manifest: Manifest, where: str) -> None:
     if total > MAX_ENTRIES:
         raise ManifestError(where, f"lists {total} files, over the limit of {MAX_ENTRIES}; "
                                    "split the store")  # fmt: skip
-    _check_entries(manifest.tokenizers, "tokenizers", "{}/{}.json", where)
-    _check_entries(manifest.models, "models", "models/{}@{}.json", where)
-    _check_entries(manifest.prices, "prices", "prices/{}@{}.json", where)
+    for kind, layout in LAYOUTS.items():
+        _check_entries(getattr(manifest, kind), kind, layout, where)
 
 
 def _check_entries(entries: list[ManifestEntry], kind: str, layout: str, where: str) -> None:
@@ -119,34 +124,37 @@ def _check_entries(entries: list[ManifestEntry], kind: str, layout: str, where: 
 def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> ManifestEntry:
     """Write the tokenizer file and its manifest entry (replacing an entry of the same version).
 
-    The first version of a name is always its default; `default` makes a later one the default.
     The file is checked exactly as the loader will check it (parsed back and validated) before
-    anything is written, so the store never holds a file that would not load. Both files are
-    written to a temporary name and renamed, so a reader never sees half a file.
+    anything is written, so the store never holds a file that would not load.
     """
-    manifest = read_manifest(store) if (store / MANIFEST).exists() else Manifest()
     data = dumps(tf)
-    where = str(store / f"{tf.name}/{tf.version}.json")
+    where = str(store / LAYOUTS["tokenizers"].format(tf.name, tf.version))
     try:
         parsed = parse(data)
     except msgspec.MsgspecError as exc:
         raise FormatError(where, "file", f"would not load: {exc}") from None
     validate(parsed, where)
-    others = [e for e in manifest.tokenizers if (e.name, e.version) != (tf.name, tf.version)]
-    is_default = default or not any(e.name == tf.name for e in others)
-    entry = ManifestEntry(
-        name=tf.name,
-        version=tf.version,
-        path=f"{tf.name}/{tf.version}.json",
-        sha256=sha256_hex(data),
-        default=is_default,
-    )
+    return add_entry(store, "tokenizers", tf.name, tf.version, data, default=default)
+
+
+def add_entry(store: Path, kind: EntryKind, name: str, version: str, data: bytes, *,
+              default: bool = True) -> ManifestEntry:  # fmt: skip
+    """Write a checked file of `kind` and its manifest entry, pinned by its sha256 (replacing an
+    entry of the same version). The first version of a name is always its default; `default`
+    makes a later one the default. Both files are written to a temporary name and renamed, so a
+    reader never sees half a file."""
+    manifest = read_manifest(store) if (store / MANIFEST).exists() else Manifest()
+    current: list[ManifestEntry] = getattr(manifest, kind)
+    others = [e for e in current if (e.name, e.version) != (name, version)]
+    is_default = default or not any(e.name == name for e in others)
+    path = LAYOUTS[kind].format(name, version)
+    entry = ManifestEntry(name=name, version=version, path=path, sha256=sha256_hex(data),
+                          default=is_default)  # fmt: skip
     if is_default:
-        others = [
-            msgspec.structs.replace(e, default=False) if e.name == tf.name else e for e in others
-        ]
+        others = [msgspec.structs.replace(e, default=False) if e.name == name else e
+                  for e in others]  # fmt: skip
     entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
-    new_manifest = msgspec.structs.replace(manifest, tokenizers=entries)
+    new_manifest = msgspec.structs.replace(manifest, **{kind: entries})
     check_manifest(new_manifest, str(store / MANIFEST))
     _write_atomic(store / entry.path, data)
     _write_atomic(store / MANIFEST, msgspec.json.format(msgspec.json.encode(new_manifest)) + b"\n")

@@ -1,3 +1,4 @@
+import hashlib
 import io
 import json
 import os
@@ -59,7 +60,7 @@ def test_train_import_verify_list(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
     assert code == 0, err
     code, out, _ = run(capsys, "verify", "--store", store)
-    assert code == 0 and "2 loaded, 0 failed" in out
+    assert code == 0 and "2 tokenizers, 0 models, 0 price files loaded, 0 failed" in out
     code, out, _ = run(capsys, "list", "--store", store)
     assert "* gpt2@1" in out and "* t@1" in out
     code, out, _ = run(
@@ -226,3 +227,47 @@ def test_python_dash_m_service_runs() -> None:
         check=True,
     )
     assert done.stdout.strip() == "2"
+
+
+def test_import_model_and_prices_then_verify_and_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "store")
+    profile = {"format": "toksvc-model", "name": "mine", "version": "1",
+               "tokenizer": "cl100k_base@1", "context_window": 4096, "max_output_tokens": 512,
+               "chat": {"type": "openai-estimate"}}  # fmt: skip
+    prices = {"format": "toksvc-prices", "name": "ours", "version": "1", "currency": "EUR",
+              "prices": [{"model": "mine", "input_per_million": "1.00",
+                          "output_per_million": "2.00", "source": "a contract",
+                          "read_on": "2026-12-01"}]}  # fmt: skip
+    (tmp_path / "mine.json").write_text(json.dumps(profile))
+    (tmp_path / "ours.json").write_text(json.dumps(prices))
+    both = ["--store", str(BUNDLED_STORE), "--store", store]
+    code, out, err = run(capsys, "import", "model", str(tmp_path / "mine.json"), "--store", store)
+    assert code == 0, err
+    assert "models/mine@1.json" in out
+    code, out, err = run(capsys, "import", "prices", str(tmp_path / "ours.json"), "--store", store)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    pinned = {e["path"]: e["sha256"] for e in manifest["models"] + manifest["prices"]}
+    for path, source in (("models/mine@1.json", "mine.json"), ("prices/ours@1.json", "ours.json")):
+        data = (tmp_path / source).read_bytes()  # kept byte for byte, pinned by its hash
+        assert (tmp_path / "store" / path).read_bytes() == data
+        assert pinned[path] == hashlib.sha256(data).hexdigest()
+    code, out, err = run(capsys, "verify", *both)
+    assert code == 0, err
+    assert "mine@1" in out and "ours@1" in out and "2 price files" in out.splitlines()[-1]
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    code, out, err = run(capsys, "estimate", "mine", str(chat), "--output-tokens", "100", *both)
+    assert code == 0, err
+    assert "EUR" in out and "ours@1" in out
+
+    profile["tokenizer"] = "nope@1"
+    (tmp_path / "bad.json").write_text(json.dumps(profile))
+    code, out, err = run(capsys, "import", "model", str(tmp_path / "bad.json"), "--store", store)
+    assert code != 0 and "nope@1" in err
+    code, out, err = run(
+        capsys, "import", "tiktoken", str(tmp_path / "ours.json"), "--store", store
+    )
+    assert code != 0 and "--name and --version" in err
