@@ -64,8 +64,11 @@ class Tokenizer:
             table[tid] = text.encode("utf-8")
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
-        self.n_vocab = len(table) - table.count(None)
-        """Number of defined ids, special tokens included."""
+        self.n_vocab = len(table)
+        """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
+        array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
+        self.defined_ids = len(table) - table.count(None)
+        """Number of ids that are defined, special tokens included."""
 
     # --- encoding ---------------------------------------------------------------------------
 
@@ -167,7 +170,7 @@ class Tokenizer:
         except (IndexError, TypeError):  # beyond the table, or a gap (None) in it
             size = len(table)
             unknown = [i for i in ids if not 0 <= i < size or table[i] is None]
-            raise UnknownIdError(unknown, self.n_vocab) from None
+            raise UnknownIdError(unknown, self.defined_ids) from None
 
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
