@@ -205,6 +205,13 @@ class InvalidStreamStateError(InputError):
     kind = "invalid-stream-state"
 
 
+class InvalidStreamOptionError(InputError):
+    """A stream option out of bounds, or sent after the stream started; `field` names it."""
+
+    kind, facts = "invalid-stream-option", ("field",)
+    field: str | None
+
+
 class EngineFailureError(InputError):
     kind = "engine-failure"
 

@@ -3,9 +3,10 @@ from one step to the next, so any replica can serve any step and no connection i
 
 `feed(ids)` returns the text those ids completed (the bytes of an unfinished character, and any
 text that could still be the start of a stop string, are held back by the server in the state);
-`finish()` flushes. The stream's options (`stop`, `prompt_ids`, `skip_special_tokens`, ...) go
-with the first step only; the state carries them. Once a stop string completed, `stopped` is
-true, `stop` names it, and every later call returns "" without a request.
+`finish()` flushes. The stream's options (`stop`, `skip_special_tokens`, ...) go with every step
+(the state holds a digest of the stop options, so a step with others is refused); `prompt_ids`
+with the first only. Once a stop string completed, `stopped` is true, `stop` names it, and every
+later call returns "" without a request.
 """
 
 from __future__ import annotations
@@ -35,14 +36,14 @@ class StreamOptions:
         spaces_between_special_tokens: bool | None = None,
         errors: Literal["strict", "replace"] = "replace",
     ) -> None:
-        self.errors = errors
-        self.first: Json = {
+        self.every: Json = {
+            "errors": errors,
             "stop": None if stop is None else list(stop),
             "include_stop_str_in_output": include_stop_str_in_output or None,
-            "prompt_ids": None if prompt_ids is None else list(prompt_ids),
             "skip_special_tokens": skip_special_tokens or None,
             "spaces_between_special_tokens": spaces_between_special_tokens,
         }
+        self.first: Json = {"prompt_ids": None if prompt_ids is None else list(prompt_ids)}
 
 
 class StepState:
@@ -65,7 +66,7 @@ class StepState:
         if self.stopped:
             return None
         body: Json = {"ids": list(ids), "state": self.state, "final": final or None,
-                      "errors": self._options.errors}  # fmt: skip
+                      **self._options.every}  # fmt: skip
         if self.state is None:
             body.update(self._options.first)
         return post(self._path, body, StepAnswer)
