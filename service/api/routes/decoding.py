@@ -36,7 +36,7 @@ async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
     if data.skip_special_tokens:
-        special = set(tokenizer.tokenizer.special_tokens.values())
+        special = tokenizer.tokenizer.skipped_ids
         batch = [[i for i in ids if i not in special] for ids in batch]
     work = partial(_decode_all, tokenizer.tokenizer, batch, data, worker.settings)
     results = await run_work(n_ids * 4, work)
