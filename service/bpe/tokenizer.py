@@ -59,6 +59,9 @@ class Tokenizer:
         self._owner = cache_owner
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
+        self.lead: Callable[[bytes], bytes] | None = None
+        """What the start of a sequence makes of its first bytes: None for byte-level families;
+        a SentencePiece family drops one leading space (the stream assembler applies it)."""
         self.skipped_ids = frozenset(
             tid for text, tid in self.special_tokens.items() if text not in set(nonspecial)
         )

@@ -73,8 +73,12 @@ PRESETS: dict[str, Preset] = {
         },
     ),
     "o200k_base": Preset(O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
-    "qwen2": Preset(QWEN2_PATTERN, {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)}, "NFC",
-                    tuple(_QWEN2_SPECIALS[14:])),  # as Qwen3's tokenizer.json marks them
+    "qwen2": Preset(
+        QWEN2_PATTERN,
+        {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)},
+        "NFC",
+        tuple(_QWEN2_SPECIALS[14:]),
+    ),  # as Qwen3's tokenizer.json marks them
 }
 
 
