@@ -150,8 +150,7 @@ def test_a_leading_space_rule_applies_to_the_prompt_not_the_output(registry: Reg
 
 
 @pytest.mark.parametrize("ref", ["qwen2", "qwen2.5", "qwen3"])
-def test_skip_special_tokens_keeps_added_tokens_that_are_not_special(registry: Registry,
-                                                                      ref: str) -> None:  # fmt: skip
+def test_skip_special_tokens_keeps_added_not_special_tokens(registry: Registry, ref: str) -> None:
     tok = registry.resolve(ref).tokenizer
     ids = tok.encode("<think>x</think> yo<|im_end|>ab", allowed_special="all")
     assembler = assembler_for(tok, AssemblyOptions(skip_special_tokens=True), LIMITS)
