@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from functools import lru_cache
 from typing import Literal, TypeVar
 
@@ -48,15 +48,24 @@ class Tokenizer:
         *,
         cache: TextCache | None = None,
         cache_owner: str = "",
+        nonspecial: Collection[str] = (),
     ) -> None:
         """`cache` keeps whole ordinary texts -> ids; `cache_owner` must name this exact
-        vocabulary (the store uses the file's sha256)."""
+        vocabulary (the store uses the file's sha256). `nonspecial`: literals of
+        `special_tokens` that are added tokens but not special (kept by `skip_special_tokens`)."""
         self.vocab = vocab
         self.engine = engine
         self._cache = cache
         self._owner = cache_owner
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
+        self.lead: Callable[[bytes], bytes] | None = None
+        """What the start of a sequence makes of its first bytes: None for byte-level families;
+        a SentencePiece family drops one leading space (the stream assembler applies it)."""
+        self.skipped_ids = frozenset(
+            tid for text, tid in self.special_tokens.items() if text not in set(nonspecial)
+        )
+        """The ids `skip_special_tokens` drops: special tokens, not added non-special ones."""
         # id -> bytes, special tokens included; a list, since ids are dense (at most 2**24)
         table = list(vocab.tokens)
         table.extend([None] * (max(self.special_tokens.values(), default=-1) + 1 - len(table)))

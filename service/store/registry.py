@@ -232,6 +232,7 @@ def build(
         tf.normalization,
         cache=text_cache,
         cache_owner=entry.sha256,
+        nonspecial=tf.nonspecial_tokens,
     )
     return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
                            tokenizer, self_consistent)  # fmt: skip
