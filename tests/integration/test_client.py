@@ -250,3 +250,52 @@ def test_api_keys(registry: Registry) -> None:
             client.encoding("gpt2")
     finally:
         stop_server(server)
+
+
+def test_decode_stream_options_pass_through(client: Client, registry: Registry) -> None:
+    """Stop strings, priming and skipped special tokens, each against the one-shot decode."""
+    oracle = tiktoken_oracle(registry, "cl100k_base")
+    text = "The answer is 42.\nUser: and then?"
+    ids = oracle.encode_ordinary(text)
+    for sizes in ((1,), (3, 2)):
+        stream = client.decode_stream("cl100k_base", stop=["\nUser:", "never"])
+        out = "".join(stream.assemble(cuts(ids, sizes)))
+        assert out == text[: text.index("\nUser:")] and stream.stopped and stream.stop == "\nUser:"
+        with pytest.raises(errors.StreamClosedError):  # assemble finished it
+            stream.feed([1])
+    kept = client.decode_stream("cl100k_base", stop=["42"], include_stop_str_in_output=True)
+    assert "".join(kept.assemble(cuts(ids, (2,)))) == "The answer is 42" and kept.stop == "42"
+
+    full, cut = next(  # a prompt that ends inside a character
+        (ids, i)
+        for ids in map(oracle.encode, ["say 🙂 ok", "x🙂🦜 ok", "中文 🦜🦩 ok"])
+        for i in range(1, len(ids))
+        if _unfinished(oracle.decode_bytes(ids[:i]))
+    )
+    prompt_whole = oracle.decode_bytes(full[:cut]).decode("utf-8", "ignore")
+    primed = client.decode_stream("cl100k_base", prompt_ids=full[:cut])
+    out = "".join(primed.assemble(cuts(full[cut:], (1,))))
+    assert out == oracle.decode(full)[len(prompt_whole) :] and out[0] not in prompt_whole
+
+    eot = oracle.eot_token
+    with_special = [*ids[:3], eot, *ids[3:6]]
+    skipping = client.decode_stream("cl100k_base", skip_special_tokens=True)
+    out = "".join(skipping.assemble(cuts(with_special, (2,))))
+    assert out == oracle.decode([i for i in with_special if i != eot])
+    keeping = client.decode_stream("cl100k_base")
+    assert "".join(keeping.assemble(cuts(with_special, (2,)))) == oracle.decode(with_special)
+
+    with pytest.raises(errors.InvalidStreamOptionError) as caught:
+        client.decode_stream("cl100k_base", stop=[""]).feed(ids)
+    assert caught.value.field == "stop"
+    with pytest.raises(errors.InvalidStreamOptionError) as caught:
+        client.decode_stream("cl100k_base", prompt_ids=[oracle.n_vocab + 5]).feed(ids)
+    assert caught.value.field == "prompt_ids"
+
+
+def _unfinished(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
