@@ -144,7 +144,7 @@ def _verify(args: argparse.Namespace) -> int:
     registry = cli_options.load(args)
     for t in registry:
         consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
-        print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
+        print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.defined_ids:>7} ids  {consistent}")
     tables = registry.models
     for m in tables.models.values():
         kind = "estimate" if isinstance(m.profile.chat, OpenAIEstimateChat) else "exact"
@@ -163,5 +163,6 @@ def _list(args: argparse.Namespace) -> int:
     registry = cli_options.registry(args)
     for t in registry:
         mark = "*" if t.is_default else " "
-        print(f"{mark} {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
+        ids = t.tokenizer.defined_ids
+        print(f"{mark} {t.ref:28} {t.rule:5} {ids:>7} ids  sha256:{t.sha256[:16]}")
     return 0 if registry.complete else 1

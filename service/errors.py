@@ -105,6 +105,17 @@ class StreamStateError(InputError):
     kind, title = "invalid-stream-state", "Invalid stream state"
 
 
+class StreamOptionError(InputError):
+    """A stream option that is not acceptable: out of bounds, or sent after the stream started."""
+
+    kind, title = "invalid-stream-option", "Invalid stream option"
+    fact_names = ("field",)
+
+    def __init__(self, field: str, why: str) -> None:
+        self.field = field
+        super().__init__(f"`{field}`: {why}")
+
+
 class EngineFailureError(InputError):
     kind, title = "engine-failure", "The engine cannot encode this text"
 

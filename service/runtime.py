@@ -20,13 +20,10 @@ from service.bpe import Engine, PythonEngine, Vocabulary, native
 from service.bpe.cache import TextCache
 from service.settings import Engine as EngineChoice
 from service.settings import Settings
-from service.store.presets import PATTERNS
+from service.store.engines import native_engine
 from service.store.registry import EngineFactory, Registry, load_store
 
 log = logging.getLogger("toksvc")
-
-# a shipped pattern -> the name of the C scanner that splits exactly as it does
-SCANNER_OF: dict[str, str] = {pattern: name for name, pattern in PATTERNS.items()}
 
 
 def native_missing_warning() -> str | None:
@@ -44,12 +41,8 @@ def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> En
         log.error(warning)
 
     def build(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
-        if choice == "auto" and native.AVAILABLE:
-            scanner = SCANNER_OF.get(pattern) if pattern is not None else None
-            try:
-                return native.NativeEngine(vocab, pattern, scanner)
-            except ValueError as exc:  # a vocabulary the C tables cannot hold
-                log.warning("native engine unavailable (%s); using the Python engine", exc)
+        if choice == "auto" and (engine := native_engine(vocab, pattern)) is not None:
+            return engine
         return PythonEngine(vocab, pattern, cache_size)
 
     return build

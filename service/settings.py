@@ -66,6 +66,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ws_idle_seconds: AtLeastASecond = 60.0
     body_seconds: Seconds = 30.0  # a JSON request body must arrive within this time
     max_streams_per_worker: Positive = 256
+    max_stop_strings: Positive = 16  # stop strings per stream
+    max_stop_chars: Positive = 256  # characters per stop string
+    max_prompt_ids: Positive = 64  # prompt ids a stream is primed with
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")

@@ -41,6 +41,15 @@ class StreamDecoder:
     def flush(self) -> str:
         return self._feed(b"", final=True)
 
+    def feed(self, data: bytes) -> str:
+        """Like `decode`, for bytes already looked up (the assembler applies its rules first)."""
+        return self._feed(data, final=False)
+
+    @property
+    def offset(self) -> int:
+        """Bytes decoded so far, not counting the held-back ones."""
+        return self._offset
+
     @property
     def pending(self) -> bytes:
         """The held-back bytes of an unfinished character."""

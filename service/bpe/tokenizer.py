@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from functools import lru_cache
 from typing import Literal, TypeVar
 
@@ -48,15 +48,24 @@ class Tokenizer:
         *,
         cache: TextCache | None = None,
         cache_owner: str = "",
+        nonspecial: Collection[str] = (),
     ) -> None:
         """`cache` keeps whole ordinary texts -> ids; `cache_owner` must name this exact
-        vocabulary (the store uses the file's sha256)."""
+        vocabulary (the store uses the file's sha256). `nonspecial`: literals of
+        `special_tokens` that are added tokens but not special (kept by `skip_special_tokens`)."""
         self.vocab = vocab
         self.engine = engine
         self._cache = cache
         self._owner = cache_owner
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
+        self.lead: Callable[[bytes], bytes] | None = None
+        """What the start of a sequence makes of its first bytes: None for byte-level families;
+        a SentencePiece family drops one leading space (the stream assembler applies it)."""
+        self.skipped_ids = frozenset(
+            tid for text, tid in self.special_tokens.items() if text not in set(nonspecial)
+        )
+        """The ids `skip_special_tokens` drops: special tokens, not added non-special ones."""
         # id -> bytes, special tokens included; a list, since ids are dense (at most 2**24)
         table = list(vocab.tokens)
         table.extend([None] * (max(self.special_tokens.values(), default=-1) + 1 - len(table)))
@@ -64,8 +73,11 @@ class Tokenizer:
             table[tid] = text.encode("utf-8")
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
-        self.n_vocab = len(table) - table.count(None)
-        """Number of defined ids, special tokens included."""
+        self.n_vocab = len(table)
+        """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
+        array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
+        self.defined_ids = len(table) - table.count(None)
+        """Number of ids that are defined, special tokens included."""
 
     # --- encoding ---------------------------------------------------------------------------
 
@@ -167,7 +179,7 @@ class Tokenizer:
         except (IndexError, TypeError):  # beyond the table, or a gap (None) in it
             size = len(table)
             unknown = [i for i in ids if not 0 <= i < size or table[i] is None]
-            raise UnknownIdError(unknown, self.n_vocab) from None
+            raise UnknownIdError(unknown, self.defined_ids) from None
 
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""

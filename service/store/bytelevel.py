@@ -37,6 +37,7 @@ def from_byte_level(
     special_tokens: Mapping[str, int],
     normalization: Normalization,
     source: str,
+    nonspecial_tokens: Sequence[str] = (),
 ) -> Found:
     """A `pairs` tokenizer from a byte-level BPE vocabulary and merge list (GPT-2 alphabet)."""
     alphabet = gpt2_byte_alphabet()
@@ -49,7 +50,8 @@ def from_byte_level(
             where, f"token {exc.args[0]!r} is used but not in the vocabulary"
         ) from None
     found = Found("pairs", triples, pattern, normalization, dict(special_tokens), source)
-    return msgspec.structs.replace(found, byte_ids=byte_ids)
+    return msgspec.structs.replace(found, byte_ids=byte_ids,
+                                   nonspecial_tokens=list(nonspecial_tokens))  # fmt: skip
 
 
 def from_hf_json(path: Path, *, pattern: str | None = None) -> Found:
@@ -83,6 +85,8 @@ def from_hf_json(path: Path, *, pattern: str | None = None) -> Found:
                                     "(NFC, NFKC or none)")  # fmt: skip
         field = "added_tokens"
         specials = {str(t["content"]): int(t["id"]) for t in doc.get("added_tokens", [])}
+        nonspecial = [str(t["content"]) for t in doc.get("added_tokens", [])
+                      if t.get("special") is False]  # fmt: skip
         field = "pre_tokenizer"
         split = pattern if pattern is not None else _hf_split_pattern(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -94,6 +98,7 @@ def from_hf_json(path: Path, *, pattern: str | None = None) -> Found:
         where=where,
         pattern=split,
         special_tokens=specials,
+        nonspecial_tokens=nonspecial,
         normalization=normalizer,
         source=source_note(path),
     )

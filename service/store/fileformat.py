@@ -49,6 +49,7 @@ class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=
     pattern: str | None
     normalization: Literal["none", "NFC", "NFKC"] = "none"
     special_tokens: dict[str, TokenId] = msgspec.field(default_factory=dict)
+    nonspecial_tokens: list[str] = msgspec.field(default_factory=list)
     metadata: Metadata = msgspec.field(default_factory=Metadata)
     byte_ids: list[TokenId] | None = None
     tokens: list[ExtraToken] = msgspec.field(default_factory=list)

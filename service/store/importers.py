@@ -13,6 +13,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from service.bpe.tokenizer import Normalization
 from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
@@ -66,6 +68,8 @@ def import_files(
                           special_tokens=specials)  # fmt: skip
     else:
         found = from_hf_json(files[0], pattern=chosen)
+    if known and known.nonspecial_tokens and kind != "hf":
+        found = msgspec.structs.replace(found, nonspecial_tokens=list(known.nonspecial_tokens))
     return found.named(naming)
 
 

@@ -1,7 +1,8 @@
 """The published pre-tokenization patterns and special tokens of the real encodings.
 
 OpenAI's come from tiktoken's `tiktoken_ext/openai_public.py`; Qwen's from Qwen2/2.5/3's
-`tokenizer.json` (its split regex and its 26 added tokens, all treated as special tokens).
+`tokenizer.json` (its split regex and its 26 added tokens, all encoded as special tokens; the
+12 it marks `"special": false` are listed as `nonspecial_tokens`, kept by `skip_special_tokens`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Preset:
     pattern: str
     special_tokens: dict[str, int] = field(default_factory=dict)
     normalization: Normalization = "none"
+    nonspecial_tokens: tuple[str, ...] = ()  # added tokens that are not special
 
 
 PRESETS: dict[str, Preset] = {
@@ -71,7 +73,12 @@ PRESETS: dict[str, Preset] = {
         },
     ),
     "o200k_base": Preset(O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
-    "qwen2": Preset(QWEN2_PATTERN, {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)}, "NFC"),
+    "qwen2": Preset(
+        QWEN2_PATTERN,
+        {t: 151643 + i for i, t in enumerate(_QWEN2_SPECIALS)},
+        "NFC",
+        tuple(_QWEN2_SPECIALS[14:]),
+    ),  # as Qwen3's tokenizer.json marks them
 }
 
 

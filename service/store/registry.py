@@ -19,7 +19,7 @@ from typing import ParamSpec, TypeVar
 
 import msgspec
 
-from service.bpe import Engine, Normalization, PythonEngine, Rule, Tokenizer, Vocabulary
+from service.bpe import Engine, Normalization, Rule, Tokenizer, Vocabulary
 from service.bpe.cache import TextCache
 from service.errors import (
     FormatError,
@@ -27,6 +27,7 @@ from service.errors import (
     StoreError,
     TokenizerNotFoundError,
 )
+from service.store.engines import default_engine
 from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
@@ -38,11 +39,6 @@ from service.store.validation import validate
 EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
-    """The pure-Python reference engine (the running service chooses: `service.runtime`)."""
-    return PythonEngine(vocab, pattern)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -120,7 +116,7 @@ def load_store(
     vocabulary's engine (default: the reference). `text_cache`, if given, is shared by all
     tokenizers (entries are keyed by each file's sha256).
     """
-    factory = engine_factory or reference_engine
+    factory = engine_factory or default_engine
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
@@ -249,6 +245,7 @@ def build(
         tf.normalization,
         cache=text_cache,
         cache_owner=entry.sha256,
+        nonspecial=tf.nonspecial_tokens,
     )
     return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
                            tokenizer, self_consistent)  # fmt: skip

@@ -42,6 +42,7 @@ class Found(msgspec.Struct, frozen=True):
     source: str
     byte_ids: list[int] | None = None  # None: byte b is id b
     tokens: list[tuple[int, str]] = msgspec.field(default_factory=list)  # ranks: no merge makes
+    nonspecial_tokens: list[str] = msgspec.field(default_factory=list)  # added, not special
 
     def named(self, naming: Naming) -> TokenizerFile:
         """The tokenizer file, named by the user and dated today."""

@@ -149,3 +149,6 @@ def _check_specials(tf: TokenizerFile, tokens: list[bytes | None]) -> None:
         if tid in owner:
             raise _Rule(entry, f"id {tid} is also the id of {owner[tid]!r}")
         owner[tid] = text
+    for text in tf.nonspecial_tokens:
+        if text not in tf.special_tokens:
+            raise _Rule(f"nonspecial_tokens[{text!r}]", "is not one of special_tokens")

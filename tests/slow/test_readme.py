@@ -1,15 +1,18 @@
-"""Every command in README's Command line and HTTP API sections runs as written and prints what
-the README shows.
+"""Every command in README's Command line and HTTP API sections, and every Python block of its
+Library and Client sections, runs as written and prints (or evaluates to) what the README shows.
 
 Commands run in bash, in a fresh folder holding the input files the README names (the upstream
 files from tests/data), with this venv's `toksvc` and `python` first on PATH. A `# → output`
 comment is the expected last line of stdout (`…` stands for anything); in the HTTP section, each
 fragment of a `# {...}` comment (split at `…` and at wide gaps) must appear in the output.
-`toksvc serve` lines are started, must answer /readyz with 200, and are stopped.
+`toksvc serve` lines are started, must answer /readyz with 200, and are stopped. In a Python
+block, an expression statement ending in `# → value` must have that repr; each block runs in a
+fresh interpreter (the Client section's against the test server instead of 127.0.0.1:8000).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -56,6 +59,53 @@ def commands(lines: list[str]) -> list[tuple[str, str, list[str]]]:
         out.append((command.strip(), comment, []))
         pending = ""
     return out
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def checked_script(block: str) -> tuple[str, int]:
+    """The block with each `expression  # → value` statement made a check that the value's repr
+    is the one shown (a remark after three spaces and a parenthesis is not part of it); returns
+    the script and the number of checks."""
+    shown: dict[int, str] = {}
+    for n, line in enumerate(block.splitlines(), 1):
+        if found := re.match(r"^.*?\s{2,}#\s→\s(.*)$", line):
+            shown[n] = re.split(r"\s{3,}\(", found.group(1))[0].strip()
+    checks: list[int] = []
+
+    class Checks(ast.NodeTransformer):
+        def visit_Expr(self, node: ast.Expr) -> ast.Expr:
+            if node.lineno not in shown:
+                return node
+            checks.append(node.lineno)
+            call = ast.Call(ast.Name("__check", ast.Load()),
+                            [node.value, ast.Constant(shown[node.lineno]),
+                             ast.Constant(node.lineno)], [])  # fmt: skip
+            return ast.copy_location(ast.Expr(call), node)
+
+    tree = ast.fix_missing_locations(Checks().visit(ast.parse(block)))
+    assert sorted(checks) == sorted(shown), "a `# →` comment is not on an expression statement"
+    prelude = (
+        "def __check(value, shown, line):\n"
+        "    assert repr(value) == shown, f'README line {line}: {value!r}, not {shown}'\n"
+    )
+    return prelude + ast.unparse(tree), len(checks)
+
+
+def check_python(title: str, cwd: Path, env: dict[str, str], base: str | None = None) -> int:
+    """Run every Python block of a section; returns the number of values checked."""
+    checked = 0
+    for block in python_blocks(section(title)):
+        script, n = checked_script(block)
+        if base is not None:
+            script = script.replace("http://127.0.0.1:8000", base)
+        done = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        assert done.returncode == 0, f"{block}\n{done.stderr}"
+        checked += n
+    return checked
 
 
 def environment(tmp: Path) -> dict[str, str]:
@@ -151,3 +201,11 @@ def test_model_examples(server: Server, tmp_path: Path) -> None:
     env = {**environment(tmp_path), "B": server.base}
     ran, checked = check_section("Models: chat counts, cost estimates, text budgets", tmp_path, env)
     assert ran >= 6 and checked >= 8
+
+
+def test_library_examples(tmp_path: Path) -> None:
+    assert check_python("Library", tmp_path, environment(tmp_path)) >= 9
+
+
+def test_client_examples(server: Server, tmp_path: Path) -> None:
+    assert check_python("Client", tmp_path, environment(tmp_path), server.base) >= 9

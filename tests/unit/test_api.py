@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 from service.api.app import create_app
 from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import Registry
+from tests.conftest import tiktoken_oracle
 
 LIMITS = Settings(max_batch_items=4, max_ids_per_request=50, max_body_bytes=64 * 1024)
 
@@ -39,6 +40,7 @@ def test_list_and_get_tokenizers(client: TestClient[Any], registry: Registry) ->
     one = client.get("/v1/tokenizers/cl100k_base").json()
     assert one["ref"] == "cl100k_base@1" and one["default"] is True and one["rule"] == "ranks"
     assert one["vocab_size"] == 100261 and one["special_tokens"]["<|endoftext|>"] == 100257
+    assert one["n_vocab"] == tiktoken_oracle(registry, "cl100k_base").n_vocab  # 100277
     assert client.get("/v1/tokenizers/bard@1").json()["default"] is False
 
 

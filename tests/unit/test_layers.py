@@ -97,6 +97,7 @@ def test_bpe_imports_only_the_standard_library_regex_and_errors() -> None:
         ("service.models", ("service.settings", "service.runtime", "service.api", "service.cli*",
                             *WEB_STACK)),
         ("service.runtime", ("service.api", "service.cli*", *WEB_STACK)),
+        ("service.encoding", ("service.api", "service.cli*", *WEB_STACK)),
     ],
 )  # fmt: skip
 def test_lower_layers_know_nothing_of_the_ones_above(

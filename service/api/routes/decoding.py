@@ -11,6 +11,7 @@ from service.api.budget import check_output, run_work
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
+from service.api.routes.stream_session import assembly_limits
 from service.api.wire.bodies import exactly_one
 from service.api.wire.tokens import (
     DecodeRequest,
@@ -19,7 +20,8 @@ from service.api.wire.tokens import (
     DecodeStepRequest,
     DecodeStepResponse,
 )
-from service.bpe import StreamDecoder, Tokenizer
+from service.bpe import Tokenizer
+from service.bpe.assembly import assembler_for
 from service.settings import Settings
 
 
@@ -36,7 +38,7 @@ async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
     batch = [data.ids] if data.ids is not None else data.batch or []
     n_ids = sum(map(len, batch))
     if data.skip_special_tokens:
-        special = set(tokenizer.tokenizer.special_tokens.values())
+        special = tokenizer.tokenizer.skipped_ids
         batch = [[i for i in ids if i not in special] for ids in batch]
     work = partial(_decode_all, tokenizer.tokenizer, batch, data, worker.settings)
     results = await run_work(n_ids * 4, work)
@@ -68,16 +70,21 @@ async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
     character are held back in the state; `"final": true` flushes them. Any replica can serve
     the next step."""
     settings = worker.settings
+    limits = assembly_limits(settings)
 
-    def step() -> tuple[str, str]:
-        check_output(settings, tokenizer.tokenizer.decoded_size(data.ids))
-        decoder = StreamDecoder.resume(tokenizer.tokenizer.decode_bytes, data.state, data.errors)
-        text = decoder.decode(data.ids)
-        return (text + decoder.flush() if data.final else text), decoder.state()
+    def step() -> tuple[str, str, str | None]:
+        tok = tokenizer.tokenizer
+        check_output(settings, tok.decoded_size(data.ids))
+        assembler = assembler_for(tok, data.assembly(), limits, data.errors, data.state)
+        text = assembler.decode(data.ids)
+        text = text + assembler.flush() if data.final else text
+        return text, assembler.state(), assembler.stopped
 
-    text, decoder_state = await run_work(len(data.ids) * 4, step)
+    n_ids = len(data.ids) + len(data.prompt_ids or ())
+    text, decoder_state, stop = await run_work(n_ids * 4, step)
     metrics.record(tokenizer.ref, "decode_stream", len(data.ids), [text])
-    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer))
+    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer),
+                              stopped=stop is not None, stop=stop)  # fmt: skip
 
 
 ROUTES = [decode, decode_step]

@@ -25,9 +25,14 @@ class Meter:
     def line(self, text: str) -> StreamTextResponse:
         return StreamTextResponse(text=text, count=self.count if self.on else None)
 
-    def last(self, text: str, reason: str | None = None) -> StreamTextResponse:
+    def last(
+        self, text: str, reason: str | None = None, stop: str | None = None
+    ) -> StreamTextResponse:
+        """The last line; `stop`: the stop string that ended the stream."""
+        stopped = stop is not None
         if not self.on:
-            return StreamTextResponse(text=text, done=True, reason=reason)
+            return StreamTextResponse(text=text, done=True, reason=reason, stopped=stopped,
+                                      stop=stop)  # fmt: skip
         usage = StreamUsage(output_tokens=self.count)
         if self.model is not None and self.price is not None:
             cost = self.count * Decimal(self.price.price.output_per_million) / MILLION
@@ -41,7 +46,7 @@ class Meter:
         elif self.model is not None:
             usage = StreamUsage(output_tokens=self.count, model=self.model.ref)
         return StreamTextResponse(text=text, done=True, reason=reason, count=self.count,
-                                  usage=usage)  # fmt: skip
+                                  usage=usage, stopped=stopped, stop=stop)  # fmt: skip
 
 
 def meter_for(registry: Registry, usage: bool, model: str | None) -> Meter:

@@ -33,8 +33,9 @@ from service.api.budget import STOP_GRACE_SECONDS, StreamBudget, run_work, send_
 from service.api.routes.metering import meter_for
 from service.api.wire.tokens import ErrorsMode, StreamChunkRequest
 from service.api.worker import Worker
-from service.bpe import StreamDecoder
-from service.errors import ToksvcError
+from service.bpe.assembly import AssemblyLimits, AssemblyOptions, assembler_for
+from service.errors import StreamOptionError, ToksvcError
+from service.settings import Settings
 from service.store.registry import LoadedTokenizer
 
 STOPPING = "the server is shutting down; send the rest to another replica"
@@ -103,7 +104,8 @@ class StreamSession:
                  errors: ErrorsMode, usage: bool, model: str | None,
                  idle_seconds: float = math.inf) -> None:  # fmt: skip
         self.worker, self.ref, self.tokenizer = worker, loaded.ref, loaded.tokenizer
-        self.decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+        self.errors, self.started = errors, False  # options are taken from the first message
+        self.assembler = assembler_for(self.tokenizer, AssemblyOptions(), AssemblyLimits(), errors)
         self.meter = meter_for(worker.serving(), usage, model)
         self.budget = StreamBudget(worker.settings, idle_seconds)
         self._release = worker.stream_slots.acquire(kind)  # last: nothing after it can fail
@@ -161,8 +163,9 @@ class StreamSession:
         request (what follows it is ignored) or at the end of the input."""
         for message in received.messages:
             chunk = _chunk.decode(message)
+            self._options(chunk)
             text = await self._text(chunk.ids)
-            if chunk.final:
+            if chunk.final or self.assembler.stopped is not None:
                 lines.append(self._last(text))
                 return True
             lines.append(_encode(self.meter.line(text)))
@@ -170,10 +173,20 @@ class StreamSession:
             lines.append(self._last(""))
         return received.ended
 
+    def _options(self, chunk: StreamChunkRequest) -> None:
+        """The first message may carry the stream's options; a later one may not."""
+        sent = chunk.sent()
+        if self.started and sent is not None:
+            raise StreamOptionError(sent, "options go on the stream's first message only")
+        if not self.started and sent is not None:
+            limits = assembly_limits(self.worker.settings)
+            self.assembler = assembler_for(self.tokenizer, chunk.assembly(), limits, self.errors)
+        self.started = True
+
     async def _text(self, ids: list[int]) -> str:
         self.budget.spend(len(ids))
         self.meter.add(len(ids))
-        decoder, tokenizer, budget = self.decoder, self.tokenizer, self.budget
+        decoder, tokenizer, budget = self.assembler, self.tokenizer, self.budget
 
         def work() -> str:
             budget.check_output(tokenizer.decoded_size(ids))
@@ -184,8 +197,10 @@ class StreamSession:
         return text
 
     def _last(self, text: str, reason: str | None = None) -> bytes:
-        """The last answer: `text` and the held bytes, flushed, with `"done": true`."""
-        return _encode(self.meter.last(text + self.decoder.flush(), reason=reason))
+        """The last answer: `text` and the held bytes, flushed, with `"done": true` (and the stop
+        string when one ended the stream)."""
+        text += self.assembler.flush()
+        return _encode(self.meter.last(text, reason=reason, stop=self.assembler.stopped))
 
     async def _send(self, fn: Callable[[], Awaitable[object]], *, last: bool = False) -> bool:
         """Send within the stream's deadline (the last send, which may say that the deadline has
@@ -197,3 +212,9 @@ class StreamSession:
                     "the worker is stopping" if stopping.is_set()
                     else "stream deadline passed")  # fmt: skip
         return False
+
+
+def assembly_limits(settings: Settings) -> AssemblyLimits:
+    return AssemblyLimits(
+        settings.max_stop_strings, settings.max_stop_chars, settings.max_prompt_ids
+    )

@@ -26,7 +26,19 @@ class TokenizerInfoResponse(ResponseBody, frozen=True):
         ),
     ]
     vocab_size: Annotated[
-        int, Meta(description="defined ids, special tokens included", examples=[100277])
+        int,
+        Meta(
+            description="how many ids are defined, special tokens included (ids may have gaps: "
+            "cl100k defines 100261 of 0..100276); to size an array indexed by id, use `n_vocab`",
+            examples=[100261],
+        ),
+    ]
+    n_vocab: Annotated[
+        int,
+        Meta(
+            description="tiktoken's `n_vocab`: the highest id + 1, special tokens included",
+            examples=[100277],
+        ),
     ]
     special_tokens: Annotated[
         dict[str, int],

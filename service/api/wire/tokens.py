@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from service.bpe.assembly import AssemblyOptions
+
 SpecialList = list[str] | Literal["all"]
 Ids = list[int]
 ErrorsMode = Literal["strict", "replace"]
@@ -32,6 +34,49 @@ _ERRORS = (
 )
 _IDS_OUT = "the token ids, in order"
 _STATE = "opaque stream state: pass the previous step's `state` back, null to start"
+_SPACES = (
+    "transformers' option; the shipped (byte-level) families' reference decode puts no spaces "
+    "around special or added tokens, so neither does this one"
+)
+_STOP = (
+    "stop strings: the stream ends at the first one completed, which is not emitted (unless "
+    "`include_stop_str_in_output`); text that may begin one is held back until it cannot"
+)
+_PROMPT = (
+    "the prompt's last ids: never emitted, but a character they leave unfinished is completed "
+    "by the first generated ids"
+)
+
+
+class StreamOptions(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The assembly options of a stream (null: not sent)."""
+
+    stop: Annotated[list[str] | None, doc(_STOP, ["\nUser:", "</answer>"])] = None
+    include_stop_str_in_output: Annotated[
+        bool | None, doc("also emit the stop string that ended the stream (default false)")
+    ] = None
+    prompt_ids: Annotated[Ids | None, doc(_PROMPT, [9468])] = None
+    skip_special_tokens: Annotated[
+        bool | None, doc("drop special tokens (added tokens that are not special stay)")
+    ] = None
+    spaces_between_special_tokens: Annotated[bool | None, doc(_SPACES)] = None
+
+    def sent(self) -> str | None:
+        """The first option this message carries, if any."""
+        for name in ("stop", "include_stop_str_in_output", "prompt_ids", "skip_special_tokens",
+                     "spaces_between_special_tokens"):  # fmt: skip
+            if getattr(self, name) is not None:
+                return name
+        return None
+
+    def assembly(self) -> AssemblyOptions:
+        return AssemblyOptions(
+            stop=self.stop or (),
+            include_stop_str_in_output=bool(self.include_stop_str_in_output),
+            prompt_ids=self.prompt_ids or (),
+            skip_special_tokens=bool(self.skip_special_tokens),
+            spaces_between_special_tokens=self.spaces_between_special_tokens is not False,
+        )
 
 
 class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -150,9 +195,10 @@ class DecodeRequest(RequestBody, frozen=True):
     output: Annotated[
         Literal["text", "base64"], doc("`text` (UTF-8 decoded) or `base64` (the raw bytes, base64)")
     ] = "text"
-    skip_special_tokens: Annotated[bool, doc("drop the ids of special tokens before decoding")] = (
-        False
-    )
+    skip_special_tokens: Annotated[
+        bool, doc("drop the ids of special tokens (added tokens that are not special stay)")
+    ] = False
+    spaces_between_special_tokens: Annotated[bool, doc(_SPACES)] = True
 
     def size(self) -> tuple[int, int]:
         lists = [*(self.batch or []), *([self.ids] if self.ids is not None else [])]
@@ -177,8 +223,10 @@ class DecodeResponse(ResponseBody, frozen=True):
     results: Annotated[list[DecodeResult] | None, doc("one result per entry of `batch`")] = None
 
 
-class DecodeStepRequest(RequestBody, frozen=True):
-    """One step of a stateless stream: pass back the previous step's `state` (null to start)."""
+class DecodeStepRequest(RequestBody, StreamOptions, frozen=True):
+    """One step of a stateless stream: pass back the previous step's `state` (null to start).
+    `stop` and `include_stop_str_in_output` go with every step (the state holds their digest);
+    `prompt_ids` only with the first."""
 
     ids: Annotated[Ids, doc("the ids generated since the last step", [9468])] = msgspec.field(
         default_factory=list
@@ -188,7 +236,7 @@ class DecodeStepRequest(RequestBody, frozen=True):
     errors: Annotated[ErrorsMode, doc(_ERRORS)] = "replace"
 
     def size(self) -> tuple[int, int]:
-        return 1, len(self.ids)
+        return 1, len(self.ids) + len(self.prompt_ids or ())
 
 
 class DecodeStepResponse(ResponseBody, frozen=True):
@@ -197,10 +245,13 @@ class DecodeStepResponse(ResponseBody, frozen=True):
     text: Annotated[str, doc("text completed by this step (held-back bytes excluded)", "")]
     state: Annotated[str, doc("pass this back with the next step", "u8.0.8J8=")]
     tokenizer: TokenizerRef  # described by TokenizerRef (a field description would wrap the $ref)
+    stopped: Annotated[bool, doc("true once a stop string has ended the stream")] = False
+    stop: Annotated[str | None, doc("the stop string that ended the stream", "</answer>")] = None
 
 
-class StreamChunkRequest(RequestBody, frozen=True):
-    """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`."""
+class StreamChunkRequest(RequestBody, StreamOptions, frozen=True):
+    """One NDJSON line of `decode/stream`, or one WebSocket message of `decode/ws`; the options
+    go on the first one only."""
 
     ids: Annotated[Ids, doc("the ids generated since the last line", [9468])] = msgspec.field(
         default_factory=list
@@ -231,6 +282,10 @@ class StreamTextResponse(ResponseBody, frozen=True):
     reason: Annotated[str | None, doc("why a stream ended early (the server is shutting down)")] = (
         None
     )
+    stopped: Annotated[bool, doc("true on the last line when a stop string ended the stream")] = (
+        False
+    )
+    stop: Annotated[str | None, doc("the stop string that ended the stream", "</answer>")] = None
     count: Annotated[int | None, doc("ids received so far (with ?usage=true or ?model=)")] = None
     usage: Annotated[
         StreamUsage | None,

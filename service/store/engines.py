@@ -1,0 +1,42 @@
+"""Which engine serves a vocabulary by default: the native one (`service.bpe.native`, C) wherever
+it was built and can hold the vocabulary, else the pure-Python reference.
+
+The shipped patterns are split by C scanners made for them, any other pattern by the `regex`
+module; both merge rules run in C, exact with the reference by construction. `load_store` uses
+`default_engine` unless told otherwise, so the library is as fast as the service;
+`reference_engine` is the pure-Python one (for differential tests and benchmarks).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from service.bpe import Engine, PythonEngine, Vocabulary, native
+from service.store.presets import PATTERNS
+
+log = logging.getLogger("toksvc")
+
+# a shipped pattern -> the name of the C scanner that splits exactly as it does
+SCANNER_OF: dict[str, str] = {pattern: name for name, pattern in PATTERNS.items()}
+
+
+def native_engine(vocab: Vocabulary, pattern: str | None) -> Engine | None:
+    """The native engine for this vocabulary, or None where it is not built or cannot hold it."""
+    if not native.AVAILABLE:
+        return None
+    scanner = SCANNER_OF.get(pattern) if pattern is not None else None
+    try:
+        return native.NativeEngine(vocab, pattern, scanner)
+    except ValueError as exc:  # a vocabulary the C tables cannot hold
+        log.warning("native engine unavailable (%s); using the Python engine", exc)
+        return None
+
+
+def default_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
+    """The native engine where it can serve, else the reference."""
+    return native_engine(vocab, pattern) or PythonEngine(vocab, pattern)
+
+
+def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
+    """The pure-Python reference engine."""
+    return PythonEngine(vocab, pattern)
