@@ -155,7 +155,8 @@ class Assembler:
         if self.stopped is not None:
             flags = f"s{self.matcher.stops.index(self.stopped)}"
         else:
-            flags = "p" if self._started else "n"
+            fed = self._started or self.decoder.offset > 0 or bool(self.decoder.pending)
+            flags = "p" if fed else "n"
         digest = _digest(self.matcher.stops, self.include_stop)
         return f"{_STATE_PREFIX}{self.decoder.offset}.{pending}.{held}.{flags}.{digest}"
 
