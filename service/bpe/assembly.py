@@ -10,9 +10,9 @@ and wraps the UTF-8 `StreamDecoder`. On top of whole characters it
   start of a sequence (SentencePiece drops the first leading space) applies to the prompt, not to
   the output;
 - ends at the first stop string: text leaves as soon as it cannot be the start of a stop string,
-  holding back only the longest suffix that is a proper prefix of one. `StopMatcher` is an
-  Aho-Corasick automaton, so each character is looked at a bounded number of times; while no
-  prefix is pending, a regex (C speed) skips to the next character that can begin a stop string.
+  holding back only the longest suffix that is a proper prefix of one (`StopMatcher`, in
+  stops.py). Each chunk's text is searched together with the held text only, which is shorter
+  than the longest stop string, so the work is linear in the text.
 
 The stream where several stop strings could end stops at the earliest end, the longest string
 among those ending there. For stateless serving, `state()` packs the held bytes and text and a
@@ -26,74 +26,13 @@ import base64
 import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 
+from service.bpe.stops import StopMatcher
 from service.bpe.stream import StreamDecoder
-from service.bpe.tokenizer import Tokenizer
-from service.errors import StreamOptionError, StreamStateError, UnknownIdError
+from service.errors import StreamOptionError, StreamStateError
 
 _STATE_PREFIX = "as1."
 Lead = Callable[[bytes], bytes]  # what the start of a sequence makes of its first bytes
-
-
-class StopMatcher:
-    """Aho-Corasick over the stop strings. A node is the longest suffix of the text read so far
-    that is a prefix of some stop string; `depth[node]` is its length."""
-
-    def __init__(self, stops: Sequence[str]) -> None:
-        self.stops = list(dict.fromkeys(stops))
-        goto: list[dict[str, int]] = [{}]
-        depth, own = [0], [-1]
-        for index, stop in enumerate(self.stops):
-            node = 0
-            for char in stop:
-                nxt = goto[node].get(char)
-                if nxt is None:
-                    nxt = goto[node][char] = len(goto)
-                    goto.append({})
-                    depth.append(depth[node] + 1)
-                    own.append(-1)
-                node = nxt
-            own[node] = index
-        fail, out = [0] * len(goto), list(own)
-        queue = list(goto[0].values())
-        for node in queue:  # breadth first: a node's failure link is shallower, so already done
-            for char, child in goto[node].items():
-                link = fail[node]
-                while link and char not in goto[link]:
-                    link = fail[link]
-                fail[child] = goto[link].get(char, 0) if node else 0
-                if out[child] < 0:
-                    out[child] = out[fail[child]]  # the longest stop string ending here
-                queue.append(child)
-        self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
-        firsts = sorted({stop[0] for stop in self.stops})
-        self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
-
-    def scan(self, text: str, node: int) -> tuple[int, int, int]:
-        """Read `text` from `node`: (node, end, stop index) at the first stop string that ends
-        in it (end: the index in `text` just after it), else (node after text, -1, -1)."""
-        goto, fail, out, first = self._goto, self._fail, self._out, self._first
-        i, n = 0, len(text)
-        while i < n:
-            if not node:
-                found = first.search(text, i)
-                if found is None:
-                    return 0, -1, -1
-                i = found.start()
-            char = text[i]
-            while node and char not in goto[node]:
-                node = fail[node]
-            node = goto[node].get(char, 0)
-            i += 1
-            if out[node] >= 0:
-                return node, i, out[node]
-        return node, -1, -1
-
-    def walk(self, text: str) -> int:
-        """The node after reading `text` from the start, or -1 if a stop string ends in it."""
-        node, end, _ = self.scan(text, 0)
-        return -1 if end >= 0 else node
 
 
 class Assembler:
@@ -111,6 +50,7 @@ class Assembler:
         """`decoder` holds the unfinished character; `to_bytes` gives the ids' bytes; `skip_ids`
         are dropped; `lead` applies to the first bytes of the sequence (unless `started`)."""
         self.decoder = decoder
+        self._feed = decoder.feed
         self._to_bytes = to_bytes
         self.matcher = StopMatcher(stops) if stops else None
         self.include_stop = include_stop
@@ -118,50 +58,91 @@ class Assembler:
         self._lead = lead
         self._started = started
         self.held = ""  # text that may begin a stop string
-        self._node = 0
         self.stopped: str | None = None  # the stop string that ended the stream
+        self.decode: Callable[[Sequence[int]], str] = self._decode
+        """The text that is whole and cannot begin a stop string."""
+        if lead is None or started:  # what the common cases use, bound once
+            plain = self.matcher is None and not self._skip
+            self.decode = decoder.decode if plain else self._bound_decode()
 
     def prime(self, prompt_ids: Sequence[int]) -> None:
         """Feed the prompt's last ids: their whole characters are dropped, not emitted."""
-        self._bytes_text(prompt_ids)
+        data = self._to_bytes([i for i in prompt_ids if i not in self._skip])
+        self._feed(data if self._started or not data else self._start(data))
 
-    def decode(self, ids: Sequence[int]) -> str:
+    def _decode(self, ids: Sequence[int]) -> str:
+        """`decode` until the first bytes have passed the family's start rule."""
         if self.stopped is not None:
             return ""
-        return self._emit(self._bytes_text(ids))
+        skip = self._skip
+        if skip and not skip.isdisjoint(ids):
+            ids = [i for i in ids if i not in skip]
+        data = self._to_bytes(ids)
+        if not self._started and data:
+            data = self._start(data)
+        text = self._feed(data)
+        if self.matcher is None or not text:
+            return text
+        if not self.held and self.matcher.firsts.isdisjoint(text):
+            return text  # nothing held, and no character here can begin a stop string
+        return self._emit(text)
+
+    def _bound_decode(self) -> Callable[[Sequence[int]], str]:
+        """`decode` once started: one call per generated id is the common case, so what it uses
+        is bound once and the checks that usually pass come first, one C call each."""
+        to_bytes, feed, emit, skip = self._to_bytes, self._feed, self._emit, self._skip
+        keeps_all = skip.isdisjoint
+        if self.matcher is None:
+
+            def decode_skipping(ids: Sequence[int]) -> str:
+                return feed(to_bytes(ids if keeps_all(ids) else [i for i in ids if i not in skip]))
+
+            return decode_skipping
+        no_first = self.matcher.firsts.isdisjoint
+
+        def decode(ids: Sequence[int]) -> str:
+            if skip and not keeps_all(ids):
+                ids = [i for i in ids if i not in skip]
+            text = feed(to_bytes(ids))
+            if not text or (not self.held and no_first(text)):
+                return text
+            return emit(text)
+
+        return decode
+
+    def _end(self, stop: str) -> None:
+        self.stopped, self.held = stop, ""
+        self.decode = _nothing
 
     def flush(self) -> str:
         """The end of the stream: held bytes are decoded (or replaced), held text emitted."""
         if self.stopped is not None:
             return ""
         text = self._emit(self.decoder.flush())
-        rest, self.held, self._node = self.held, "", 0
+        rest, self.held = self.held, ""
         return text + rest
 
-    def _bytes_text(self, ids: Sequence[int]) -> str:
-        if self._skip:
-            ids = [i for i in ids if i not in self._skip]
-        data = self._to_bytes(ids)
-        if not self._started and data:
-            self._started = True
-            if self._lead is not None:
-                data = self._lead(data)
-        return self.decoder.feed(data)
+    def _start(self, data: bytes) -> bytes:
+        self._started = True
+        self.decode = self._bound_decode()
+        return data if self._lead is None else self._lead(data)
 
     def _emit(self, text: str) -> str:
+        """Whole stop strings are looked for with `str` searches over the held text and `text`
+        (the held text holds none); only the end of the window, at most the longest stop string
+        less one character, is stepped through to find what to hold back."""
         matcher = self.matcher
         if matcher is None or not text:
             return text
-        node, end, index = matcher.scan(text, self._node)
         window = self.held + text
-        if end < 0:
-            keep = matcher.depth[node]
-            self._node, self.held = node, window[len(window) - keep :]
-            return window[: len(window) - keep]
-        stop = matcher.stops[index]
-        cut = len(self.held) + end
-        self.stopped, self.held, self._node = stop, "", 0
-        return window[: cut if self.include_stop else cut - len(stop)]
+        if matcher.whole.search(window):
+            _, end, index = matcher.scan(window, 0)
+            stop = matcher.stops[index]
+            self._end(stop)
+            return window[: end if self.include_stop else end - len(stop)]
+        keep = matcher.held_length(window)
+        self.held = window[len(window) - keep :]
+        return window[: len(window) - keep]
 
     # --- stateless streams ---------------------------------------------------------------------
 
@@ -174,7 +155,8 @@ class Assembler:
         if self.stopped is not None:
             flags = f"s{self.matcher.stops.index(self.stopped)}"
         else:
-            flags = "p" if self._started else "n"
+            fed = self._started or self.decoder.offset > 0 or bool(self.decoder.pending)
+            flags = "p" if fed else "n"
         digest = _digest(self.matcher.stops, self.include_stop)
         return f"{_STATE_PREFIX}{self.decoder.offset}.{pending}.{held}.{flags}.{digest}"
 
@@ -214,79 +196,17 @@ class Assembler:
         stopped = flags[0] == "s"
         if node < 0 or out.matcher.depth[node] != len(held) or (stopped and held):
             raise _bad_state()
-        out.held, out._node = held, node
+        out.held = held
         if stopped:
             index = int(flags[1:])
             if index >= len(out.matcher.stops):
                 raise _bad_state()
-            out.stopped = out.matcher.stops[index]
+            out._end(out.matcher.stops[index])
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class AssemblyLimits:
-    max_stops: int = 16
-    max_stop_chars: int = 256
-    max_prompt_ids: int = 64
-
-
-@dataclass(frozen=True, slots=True)
-class AssemblyOptions:
-    """A stream's options, as a request names them (checked by `assembler_for`)."""
-
-    stop: Sequence[str] = ()
-    include_stop_str_in_output: bool = False
-    prompt_ids: Sequence[int] = ()
-    skip_special_tokens: bool = False
-    spaces_between_special_tokens: bool = True  # the byte-level families' reference ignores it
-
-
-def assembler_for(
-    tokenizer: Tokenizer,
-    options: AssemblyOptions,
-    limits: AssemblyLimits,
-    errors: str = "replace",
-    state: str | None = None,
-) -> Assembler:
-    """An assembler for `tokenizer` (resumed from `state` for a stateless step), primed with the
-    prompt's ids when the stream starts. Options out of bounds are a `StreamOptionError`."""
-    stops = list(options.stop)
-    if len(stops) > limits.max_stops:
-        raise StreamOptionError(
-            "stop", f"at most {limits.max_stops} stop strings (got {len(stops)})"
-        )
-    for stop in stops:
-        if not stop:
-            raise StreamOptionError("stop", "a stop string cannot be empty")
-        if len(stop) > limits.max_stop_chars:
-            raise StreamOptionError("stop", f"a stop string has at most {limits.max_stop_chars} "
-                                            f"characters (got {len(stop)})")  # fmt: skip
-        if not stop.isascii() and _has_surrogate(stop):
-            raise StreamOptionError("stop", "a stop string cannot hold a lone surrogate")
-    prompt = list(options.prompt_ids)
-    if len(prompt) > limits.max_prompt_ids:
-        raise StreamOptionError("prompt_ids", f"at most the prompt's last {limits.max_prompt_ids} "
-                                              f"ids (got {len(prompt)})")  # fmt: skip
-    if prompt and state:
-        raise StreamOptionError("prompt_ids", "the stream has started: prime it on its first step")
-    skip = tokenizer.skipped_ids if options.skip_special_tokens else frozenset()
-    out = Assembler.resume(tokenizer.decode_bytes, state, errors, stops=stops,
-                           include_stop=options.include_stop_str_in_output, skip_ids=skip,
-                           lead=tokenizer.lead)  # fmt: skip
-    if prompt:
-        try:
-            out.prime(prompt)
-        except UnknownIdError as exc:
-            raise StreamOptionError("prompt_ids", str(exc)) from None
-    return out
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+def _nothing(ids: Sequence[int]) -> str:
+    return ""
 
 
 def _b64(data: bytes) -> str:

@@ -36,14 +36,10 @@ class StreamDecoder:
         self._offset = offset  # bytes fed before `pending`: error offsets count from the start
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._feed(self._to_bytes(ids), final=False)
+        return self.feed(self._to_bytes(ids))
 
     def flush(self) -> str:
-        return self._feed(b"", final=True)
-
-    def feed(self, data: bytes) -> str:
-        """Like `decode`, for bytes already looked up (the assembler applies its rules first)."""
-        return self._feed(data, final=False)
+        return self.feed(b"", final=True)
 
     @property
     def offset(self) -> int:
@@ -69,7 +65,8 @@ class StreamDecoder:
         pending, offset = _unpack(state)
         return cls(to_bytes, errors, pending=pending, offset=offset)
 
-    def _feed(self, data: bytes, *, final: bool) -> str:
+    def feed(self, data: bytes, final: bool = False) -> str:
+        """Like `decode`, for bytes already looked up (the assembler applies its rules first)."""
         held = len(self.pending)
         try:
             text: str = self._utf8.decode(data, final)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from websockets.sync.client import connect
 
 from service.bpe import Tokenizer
-from service.bpe.assembly import AssemblyLimits, AssemblyOptions, assembler_for
+from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.store.registry import Registry
 from tests.assembly_reference import expected
 from tests.integration.rawhttp import NdjsonStream

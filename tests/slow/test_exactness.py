@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from service.store.sources import Naming
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.testdata import CORPUS_NAMES as CORPORA
 from tests.testdata import corpus_text as text_of
-from tests.testdata import vocab_file
+from tests.testdata import vocab_bytes, vocab_file
 
 
 @pytest.mark.parametrize("engine", ["registry", "reference"])
@@ -65,6 +66,22 @@ def test_qwen_matches_hugging_face_tokenizers(registry: Registry, corpus: str) -
 
 def test_qwen_preset_lists_the_added_tokens_of_tokenizer_json(registry: Registry) -> None:
     assert registry.resolve("qwen3").tokenizer.special_tokens == PRESETS["qwen2"].special_tokens
+
+
+def test_nonspecial_tokens_are_the_added_tokens_tokenizer_json_marks_not_special(
+    registry: Registry,
+) -> None:
+    """What skip_special_tokens keeps: the store, the importer and the qwen2 preset agree with
+    the `"special": false` flags of Qwen's own tokenizer.json files."""
+    naming = Naming(name="x", version="1")
+    for ref, name in (("qwen3", "qwen3_tokenizer.json"), ("qwen2.5", "qwen2_5_tokenizer.json")):
+        added = json.loads(vocab_bytes(name))["added_tokens"]
+        want = {t["content"] for t in added if t["special"] is False}
+        tok = registry.resolve(ref).tokenizer
+        assert {t for t, i in tok.special_tokens.items() if i not in tok.skipped_ids} == want
+        assert set(import_files("hf", [vocab_file(name)], naming).nonspecial_tokens) == want
+        if ref == "qwen3":
+            assert set(PRESETS["qwen2"].nonspecial_tokens) == want
 
 
 def test_gpt2_encoder_json_and_vocab_bpe_import_to_r50k_ids(

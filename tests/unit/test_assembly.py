@@ -8,13 +8,9 @@ from itertools import combinations, pairwise
 import pytest
 
 from service.bpe import StreamDecoder, Tokenizer
-from service.bpe.assembly import (
-    Assembler,
-    AssemblyLimits,
-    AssemblyOptions,
-    StopMatcher,
-    assembler_for,
-)
+from service.bpe.assembly import Assembler
+from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
+from service.bpe.stops import StopMatcher
 from service.errors import StreamOptionError, StreamStateError
 from service.store.registry import Registry
 from tests.assembly_reference import expected, longest_held

@@ -21,7 +21,7 @@ from service.api.wire.tokens import (
     DecodeStepResponse,
 )
 from service.bpe import Tokenizer
-from service.bpe.assembly import assembler_for
+from service.bpe.assembly_options import assembler_for
 from service.settings import Settings
 
 

@@ -33,7 +33,7 @@ from service.api.budget import STOP_GRACE_SECONDS, StreamBudget, run_work, send_
 from service.api.routes.metering import meter_for
 from service.api.wire.tokens import ErrorsMode, StreamChunkRequest
 from service.api.worker import Worker
-from service.bpe.assembly import AssemblyLimits, AssemblyOptions, assembler_for
+from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.errors import StreamOptionError, ToksvcError
 from service.settings import Settings
 from service.store.registry import LoadedTokenizer

@@ -132,7 +132,9 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
         int | msgspec.UnsetType | None,
         doc("invalid-message: the index of the message (null: the request as a whole)", 1),
     ] = msgspec.UNSET
-    field: Annotated[str | None, doc("invalid-message: the field at fault", "role")] = None
+    field: Annotated[
+        str | None, doc("invalid-message, invalid-stream-option: the field at fault", "role")
+    ] = None
     needed: Annotated[int | None, doc("context-overflow: input plus output tokens", 9010)] = None
     context_window: Annotated[int | None, doc("context-overflow: the model's window", 8192)] = None
     missing: Annotated[str | None, doc("price-missing: which price is missing", "output")] = None

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from service.bpe.assembly import AssemblyOptions
+from service.bpe.assembly_options import AssemblyOptions
 
 SpecialList = list[str] | Literal["all"]
 Ids = list[int]
