@@ -6,9 +6,10 @@ the worker's app factory (`received`). Without it, e.g. `uvicorn service.api.app
 
 `WorkerProcess` also owns the roster in the shared state directory: each worker that has loaded
 the store leaves a file named by its pid in `loaded/`, removes it when it stops, and the supervisor
-removes a dead worker's (`forget`); `/readyz` reports the count. This module imports neither
-prometheus_client nor the app: `serve` and the supervisor import it before
-PROMETHEUS_MULTIPROC_DIR is set.
+removes a dead worker's (`forget`); `/readyz` reports the count, next to the number of worker
+slots the supervisor runs now (`publish_workers`: it changes on SIGTTIN and SIGTTOU). This
+module imports neither prometheus_client nor the app: `serve` and the supervisor import it
+before PROMETHEUS_MULTIPROC_DIR is set.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import msgspec
 from service.settings import Settings, path_hook
 
 ENV = "TOKSVC_HANDOFF"  # set by `toksvc serve` for its workers; not a setting
+WORKERS_FILE = "workers"  # in the state directory: the supervisor's current slot count
 
 
 class WorkerProcess(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,6 +57,22 @@ class WorkerProcess(msgspec.Struct, frozen=True, kw_only=True):
         if self.state_dir:
             with contextlib.suppress(OSError):
                 (self._roster() / str(pid)).unlink()
+
+    def publish_workers(self, count: int) -> None:
+        """The supervisor records how many worker slots it runs now (renamed into place, so a
+        reader sees the old count or the new one)."""
+        if self.state_dir:
+            path = Path(self.state_dir) / WORKERS_FILE
+            tmp = path.with_name(f".{WORKERS_FILE}.tmp")
+            tmp.write_text(str(count))
+            os.replace(tmp, path)
+
+    def current_workers(self) -> int:
+        """How many worker slots the supervisor runs now (the start-up count until it says)."""
+        try:
+            return int((Path(self.state_dir) / WORKERS_FILE).read_text())
+        except (OSError, ValueError):
+            return self.workers
 
     def loaded(self) -> int | None:
         """How many workers have loaded the store; None for a lone worker (nobody to count)."""

@@ -150,10 +150,10 @@ async def reload(worker: Worker) -> list[str]:
 
 
 def workers_loaded(worker: Worker) -> tuple[int | None, int | None]:
-    """For `/readyz`: how many workers this `toksvc serve` runs, and how many have loaded the
-    store (both None for a lone worker, which has no siblings to count)."""
+    """For `/readyz`: how many workers this `toksvc serve` runs now (after any SIGTTIN/SIGTTOU),
+    and how many have loaded the store (both None for a lone worker: no siblings to count)."""
     loaded = worker.process.loaded()
-    return (None, None) if loaded is None else (worker.process.workers, loaded)
+    return (None, None) if loaded is None else (worker.process.current_workers(), loaded)
 
 
 _tasks: set[asyncio.Task[Any]] = set()  # tasks started by signals, kept until they end
