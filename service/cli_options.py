@@ -1,5 +1,6 @@
 """The options the commands share: `--store` (the stores a command reads, repeatable; or the one
-store it writes), and the registry the stores it reads load into (failures as warnings)."""
+store it writes), the registry the stores it reads load into (failures as warnings), and the
+user's text files (`read_text`: a missing or undecodable file is one line and exit 2)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 from service import runtime
+from service.errors import ConfigError
 from service.settings import BUNDLED, BUNDLED_STORE, Settings, parse_stores
 from service.store.importers import target_store
 from service.store.registry import Registry
@@ -52,6 +54,16 @@ def stores(args: argparse.Namespace) -> tuple[Path, ...]:
 def target(args: argparse.Namespace) -> Path:
     """The one store a writing command writes to: never the bundled one."""
     return target_store(args.store, args.settings.stores, read_only=BUNDLED_STORE)
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file the user named; ConfigError (one line, exit 2) if it cannot be read."""
+    try:
+        return path.read_text("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def warn(failure: object) -> None:

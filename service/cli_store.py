@@ -27,7 +27,19 @@ def add_commands(
 ) -> None:
     p = sub.add_parser("train", parents=[writing], help="train a pairs tokenizer into a store")
     p.add_argument("corpus", nargs="+", type=Path, help="UTF-8 text files")
-    p.add_argument("--vocab-size", type=int, required=True)
+    p.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        help="256 byte ids plus the merges to learn (special tokens come after); training stops "
+        "short when no pair occurs --min-frequency times any more: a warning says the size "
+        "reached (an error with --strict-size)",
+    )
+    p.add_argument(
+        "--strict-size",
+        action="store_true",
+        help="refuse (exit 2, nothing written) when training stops short of --vocab-size",
+    )
     _naming_args(p)
     p.add_argument(
         "--pattern", default="gpt2", help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none"
@@ -84,7 +96,7 @@ def _naming(args: argparse.Namespace) -> Naming:
 
 def _train(args: argparse.Namespace) -> None:
     store = cli_options.target(args)  # refuse before the work, not after
-    texts = [path.read_text("utf-8") for path in args.corpus]
+    texts = [cli_options.read_text(path, "corpus file") for path in args.corpus]
     model = train(
         texts,
         args.vocab_size,
@@ -94,6 +106,14 @@ def _train(args: argparse.Namespace) -> None:
         progress=_progress_bar,
     )
     print(file=sys.stderr)
+    reached = 256 + len(model.merges)
+    if reached < args.vocab_size:
+        short = (f"training stopped at a vocabulary of {reached}, short of --vocab-size "
+                 f"{args.vocab_size}: no pair occurs --min-frequency {args.min_frequency} times "
+                 "any more (train on more text, or lower --min-frequency)")  # fmt: skip
+        if args.strict_size:
+            raise ConfigError(f"{short}; nothing written (--strict-size)")
+        cli_options.warn(short)
     _write(args, store, trained_file(model, args.corpus, _naming(args), args.normalization))
 
 

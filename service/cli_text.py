@@ -1,7 +1,9 @@
 """The text commands of `toksvc`: encode, count (each carries its operation), truncate, chunk and
 decode. Each takes a tokenizer or a model (its tokenizer).
 
-They load only the versions of the asked name (a whole store takes seconds to load).
+They load only the versions of the asked name (a whole store takes seconds to load). The text of
+encode and count is the argument, or a file's contents (`--file PATH`, or `@PATH` as curl's
+`-d @file`), else all of stdin; `--literal` takes an argument that starts with `@` as it is.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from service import cli_models, cli_options
 from service.bpe import SpecialSet, Tokenizer, textops
@@ -43,7 +46,7 @@ def add_commands(
     for command, (helptext, operation) in TEXT_OPERATIONS.items():
         p = sub.add_parser(command, parents=[reading], help=helptext)
         p.add_argument("tokenizer", help="a tokenizer (name or name@version), or a model")
-        p.add_argument("text", nargs="?", help="the text (default: all of stdin, as it is: see -n)")
+        _text_args(p)
         p.add_argument(
             "--allowed-special",
             action="append",
@@ -83,22 +86,35 @@ def add_commands(
     p.set_defaults(run=_decode)
 
 
+def _text_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "text",
+        nargs="?",
+        help="the text, or @PATH for a file's contents (default: all of stdin, as it is)",
+    )
+    p.add_argument("--file", type=Path, metavar="PATH", help="take the text from this file")
+    p.add_argument(
+        "--literal",
+        action="store_true",
+        help="take TEXT as it is even if it starts with @ (or pass such a text on stdin)",
+    )
+
+
 def _budget_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("tokenizer", help="a tokenizer (name or name@version), or a model")
     p.add_argument("max_tokens", type=int, help="the token budget")
-    p.add_argument("text", nargs="?", help="the text (default: all of stdin, as it is)")
+    _text_args(p)
 
 
 def _truncate(args: argparse.Namespace) -> None:
-    tokenizer = _tokenizer(args)
-    text = sys.stdin.read() if args.text is None else args.text
-    cut = textops.truncate(tokenizer, text, args.max_tokens, args.keep)
+    text = _text(args)
+    cut = textops.truncate(_tokenizer(args), text, args.max_tokens, args.keep)
     sys.stdout.write(cut.text + "\n")
 
 
 def _chunk(args: argparse.Namespace) -> None:
+    text = _text(args)
     tokenizer = _tokenizer(args)
-    text = sys.stdin.read() if args.text is None else args.text
     for c in textops.chunk(tokenizer, text, args.max_tokens, args.overlap):
         line = {"text": c.text, "start": c.start, "end": c.end, "count": c.count}
         print(json.dumps(line, ensure_ascii=False))
@@ -122,8 +138,8 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
 
 
 def _run(operation: TextOperation, args: argparse.Namespace) -> None:
+    text = _text(args)
     tokenizer = _tokenizer(args)
-    text = sys.stdin.read() if args.text is None else args.text
     if args.strip_newline:
         text = text.removesuffix("\n").removesuffix("\r")
     allowed: SpecialSet = (
@@ -131,6 +147,32 @@ def _run(operation: TextOperation, args: argparse.Namespace) -> None:
     )
     disallowed: SpecialSet = frozenset() if args.as_text else "all"
     print(operation(tokenizer, text, allowed, disallowed))
+
+
+def _text(args: argparse.Namespace) -> str:
+    """The text to work on: --file, @PATH, the argument, or stdin (see the module docstring)."""
+    if args.file is not None:
+        if args.text is not None:
+            raise ConfigError("give the text or --file, not both")
+        return cli_options.read_text(args.file, "--file")
+    if args.text is None:
+        return sys.stdin.read()
+    if args.text.startswith("@") and not args.literal:
+        return cli_options.read_text(Path(args.text[1:]), "@file")
+    if _names_a_file(args.text):
+        cli_options.warn(f"working on the text {args.text!r}, which is also a file name; for "
+                         f"the file's contents use --file {args.text} or @{args.text}")  # fmt: skip
+    return str(args.text)
+
+
+def _names_a_file(text: str) -> bool:
+    """Is `text` (one short word) also the name of a file here? Then the user may have meant it."""
+    if len(text) > 255 or text.strip() != text or "\n" in text:
+        return False
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _decode(args: argparse.Namespace) -> None:

@@ -310,3 +310,22 @@ class ReloadRefusedError(ToksvcError):
         self.failures = list(failures)[:100]
         shown = "; ".join(self.failures[:5]) or "no tokenizer loaded"
         super().__init__(f"reload refused, the previous store keeps serving: {shown}")
+
+
+class ReloadInconsistentError(ToksvcError):
+    """After a reload the workers do not all serve one store state (the store changed while they
+    loaded it, or a worker did not answer in time). `workers`: pid -> the manifest sha256 it
+    serves, or "no answer"."""
+
+    kind, title = "reload-inconsistent", "Workers disagree after the reload"
+    fact_names = ("workers",)
+
+    def __init__(self, workers: dict[str, str]) -> None:
+        self.workers = workers
+        states = len(set(workers.values()) - {"no answer"})
+        silent = sum(1 for v in workers.values() if v == "no answer")
+        super().__init__(
+            f"after the reload the workers serve {states} different store state(s) and "
+            f"{silent} did not answer in time; the store may have changed while they loaded it: "
+            "reload again once it is complete"
+        )

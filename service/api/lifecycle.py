@@ -8,9 +8,11 @@ that loaded joins the roster (`WorkerProcess.mark_loaded`), which `/readyz` coun
 
 Reload. On SIGHUP (and `POST /admin/reload`, `routes.admin`) a worker loads the store again
 and swaps the new registry in, in one assignment, only if every file loaded; otherwise the old
-one keeps serving and the refusal is logged and counted. Requests in flight keep the tokenizer
-they resolved. One reload at a time per worker (`worker.reload_lock`): six concurrent reloads
-held six stores in memory. Under several workers, SIGHUP to the supervisor is passed on to each.
+one keeps serving and the refusal is logged and counted. Either way it records in the roster the
+store state it serves and that it answered (`service.api.store_state`). Requests in flight keep
+the tokenizer they resolved. One reload at a time per worker (`worker.reload_lock`): six
+concurrent reloads held six stores in memory. Under several workers, SIGHUP to the supervisor
+is passed on to each.
 
 Signals: one mechanism, `signal.signal` with chaining. uvicorn installs its own SIGTERM/SIGINT
 handlers with `signal.signal` (so that it can restore them and re-raise the signal after a
@@ -62,7 +64,8 @@ async def running(app: Litestar) -> AsyncIterator[None]:
     undo = [on_signal(sig, worker.stopping.set) for sig in (signal.SIGTERM, signal.SIGINT)]
     if loads:
         undo.append(on_signal(signal.SIGHUP, lambda: _spawn(reload(worker))))
-    worker.process.mark_loaded(os.getpid())
+    serving = worker.registry.store_sha256 if worker.registry is not None else ""
+    worker.process.mark_loaded(os.getpid(), serving)
     watch = watch_supervisor(worker.process)
     try:
         yield
@@ -139,9 +142,13 @@ async def reload(worker: Worker) -> list[str]:
                 log.error("reload refused: %s", failure)
             metrics.RELOADS.labels("refused").inc()
             metrics.STORE_LOAD_FAILURES.set(max(1, len(registry.failures)))
-            return [str(f) for f in registry.failures] or ["the store has no tokenizer"]
+            failures = [str(f) for f in registry.failures] or ["the store has no tokenizer"]
+            serving = worker.registry.store_sha256 if worker.registry is not None else ""
+            worker.process.mark_loaded(os.getpid(), serving, failures)  # answered: refused
+            return failures
         previous = worker.registry
         worker.registry = registry  # one assignment: a request sees the old registry or the new
+        worker.process.mark_loaded(os.getpid(), registry.store_sha256)  # answered: this state
         metrics.publish_registry(registry, previous)
         metrics.RELOADS.labels("ok").inc()
         where = os.pathsep.join(map(str, settings.stores))
@@ -150,10 +157,10 @@ async def reload(worker: Worker) -> list[str]:
 
 
 def workers_loaded(worker: Worker) -> tuple[int | None, int | None]:
-    """For `/readyz`: how many workers this `toksvc serve` runs, and how many have loaded the
-    store (both None for a lone worker, which has no siblings to count)."""
+    """For `/readyz`: how many workers this `toksvc serve` runs now (after any SIGTTIN/SIGTTOU),
+    and how many have loaded the store (both None for a lone worker: no siblings to count)."""
     loaded = worker.process.loaded()
-    return (None, None) if loaded is None else (worker.process.workers, loaded)
+    return (None, None) if loaded is None else (worker.process.current_workers(), loaded)
 
 
 _tasks: set[asyncio.Task[Any]] = set()  # tasks started by signals, kept until they end

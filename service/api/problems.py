@@ -34,6 +34,7 @@ STATUS: dict[type[e.ToksvcError], int] = {
     e.LimitExceededError: 413,
     e.RequestTimeoutError: 408,
     e.ReloadRefusedError: 409,
+    e.ReloadInconsistentError: 409,
     e.NotReadyError: 503,
     e.TooManyStreamsError: 503,
     e.TooManyLargeRequestsError: 503,

@@ -15,8 +15,9 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from service.errors import FormatError, ManifestError
+from service.errors import FormatError, ManifestError, StoreError
 from service.store.fileformat import Name, TokenizerFile, Version, dumps, parse
+from service.store.reading import MAX_MANIFEST_BYTES, read_hashed
 from service.store.validation import validate
 
 MANIFEST = "manifest.json"
@@ -76,17 +77,25 @@ def sha256_hex(data: bytes) -> str:
 
 
 def read_manifest(store: Path) -> Manifest:
+    return load_manifest(store)[0]
+
+
+def load_manifest(store: Path) -> tuple[Manifest, str]:
+    """The store's manifest and the sha256 of its bytes, read through the store's one gate
+    (`service.store.reading`): a regular file of at most MAX_MANIFEST_BYTES. The manifest pins
+    every file's hash, so its own hash names the whole store state a worker loaded."""
     path = store / MANIFEST
     try:
-        manifest = msgspec.json.decode(path.read_bytes(), type=Manifest)
-    except OSError as exc:
-        raise ManifestError(
-            str(path), f"cannot be read ({exc.strerror}); is this a store?"
-        ) from None
+        data, sha256 = read_hashed(store, MANIFEST, MAX_MANIFEST_BYTES)
+    except StoreError as exc:
+        hint = "; is this a store?" if exc.reason.startswith("cannot be read") else ""
+        raise ManifestError(exc.path, exc.reason + hint) from None
+    try:
+        manifest = msgspec.json.decode(data, type=Manifest)
     except msgspec.MsgspecError as exc:
         raise ManifestError(str(path), f"is not a valid manifest: {exc}") from None
     check_manifest(manifest, str(path))
-    return manifest
+    return manifest, sha256
 
 
 def check_manifest(manifest: Manifest, where: str) -> None:

@@ -1,8 +1,10 @@
-"""Reading store files within bounds: regular files inside the store only, a size cap, and the
-sha256 computed while reading, before anything is parsed.
+"""The one gate for store reads: regular files inside the store only, a size cap, and the sha256
+computed while reading, before anything is parsed. Tokenizer files, model and price files and the
+manifest itself all come through here.
 
-A FIFO in the store used to hang a reload; a symlink to a file outside the store was loaded; a
-500 MB unpinned file was read whole (and copied) before its hash refused it (1.7 GB peak).
+The file is opened with O_NONBLOCK and checked with fstat before a byte is read, so a FIFO (or a
+device) is refused at once instead of waiting for a writer; its size is checked before reading,
+so a huge (or sparse) file costs nothing; and reading stops at the cap if the file grows.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ def read_bounded(store_root: Path, relative_path: str, max_bytes: int = MAX_FILE
     """The bytes of a regular file inside `store_root`, at most `max_bytes` of them."""
     data, _ = _read(store_root, relative_path, max_bytes)
     return data
+
+
+def read_hashed(store_root: Path, relative_path: str, max_bytes: int) -> tuple[bytes, str]:
+    """The bytes of a regular file inside `store_root` (at most `max_bytes`) and their sha256."""
+    return _read(store_root, relative_path, max_bytes)
 
 
 def read_verified(store_root: Path, relative_path: str, expected_sha256: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,14 @@ from service.errors import (
 )
 from service.store.engines import default_engine
 from service.store.fileformat import Metadata, TokenizerFile, parse
-from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
+from service.store.manifest import (
+    MANIFEST,
+    Loaded,
+    Manifest,
+    ManifestEntry,
+    load_manifest,
+    read_manifest,
+)
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.reading import read_verified
 from service.store.sharing import BuiltVocabulary, SharedVocabularies
@@ -61,6 +69,8 @@ class Registry:
     failures: list[StoreError] = field(default_factory=list)
     load_seconds: float = 0.0
     models: ModelTables = field(default_factory=ModelTables)
+    # the store state loaded: one store's manifest sha256, or that of several stores' hashes
+    store_sha256: str = ""
 
     def resolve_model(self, ref: str) -> LoadedModel:
         """A model's name, alias or `name@version`."""
@@ -122,12 +132,15 @@ def load_store(
     owners: dict[str, Path] = {}  # name -> the store that has it
     shared = SharedVocabularies()  # files that differ only in special tokens share one
     manifests: list[tuple[Path, Manifest]] = []
+    hashes: list[str] = []
     for root in [store] if isinstance(store, Path) else store:
         try:
-            manifest = read_manifest(root)
+            manifest, sha256 = load_manifest(root)
         except StoreError as exc:
             registry.failures.append(exc)
+            hashes.append("-")
             continue
+        hashes.append(sha256)
         manifests.append((root, manifest))
         for entry in manifest.tokenizers:
             if only is not None and entry.name != only:
@@ -151,8 +164,17 @@ def load_store(
     if only is None:
         registry.models = load_models(manifests, registry.tokenizers)
         registry.failures += registry.models.failures
+    registry.store_sha256 = store_state(hashes)
     registry.load_seconds = time.perf_counter() - started
     return registry
+
+
+def store_state(manifest_hashes: Sequence[str]) -> str:
+    """What names a store state: the manifest's sha256 for one store (it pins every file's
+    hash), else the sha256 of the stores' manifest hashes in order ("-" for one that failed)."""
+    if len(manifest_hashes) == 1:
+        return manifest_hashes[0]
+    return hashlib.sha256(":".join(manifest_hashes).encode()).hexdigest()
 
 
 def listed_refs(stores: Sequence[Path]) -> list[str]:

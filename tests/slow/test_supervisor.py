@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import ROOT, free_port, start_server, stop_server
+from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
 from tests.slow.test_faults import workers_of
 
 
@@ -173,6 +173,49 @@ def test_readyz_counts_the_workers_that_have_loaded_the_store(store: Path) -> No
         assert readyz(server.base) == (200, 2, 1)
         gpt2.write_bytes(good)  # the retry succeeds
         assert wait_for(lambda: readyz(server.base) == (200, 2, 2), 40)
+    finally:
+        stop_server(server)
+    assert server.process.returncode == 0
+
+
+def server_log(server: Server) -> str:
+    """What the server has written so far (pread: the shared file offset is left alone)."""
+    assert server.log is not None
+    return os.pread(server.log.fileno(), 1 << 20, 0).decode(errors="replace")
+
+
+def test_a_scale_down_while_a_slot_waits_for_its_retry_keeps_the_serving_worker(
+    store: Path,
+) -> None:
+    """Issue 23, high 6: uvicorn's SIGTTOU handler popped a slot and left its retry state behind:
+    one slot waiting to restart plus a scale-down exited 3 while a healthy worker served."""
+    server = start_server(2, TOKSVC_STORE=str(store))
+    try:
+        gpt2 = store / "gpt2" / "1.json"
+        gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))  # no replacement can start
+        os.kill(max(workers_of(server.process.pid)), signal.SIGKILL)
+        # its second failed start: the slot now waits 2 s for its retry
+        assert wait_for(lambda: "retrying in 2s" in server_log(server), 60), server_log(server)
+        server.process.send_signal(signal.SIGTTOU)
+        time.sleep(4)  # handled within 0.5 s; then past the retry that was due
+        assert server.process.poll() is None, server_log(server)[-3000:]
+        assert count_ok(server.base)
+        assert readyz(server.base) == (200, 1, 1)
+    finally:
+        stop_server(server)
+    assert server.process.returncode == 0
+
+
+def test_readyz_follows_sigttin_and_sigttou(store: Path) -> None:
+    server = start_server(2, TOKSVC_STORE=str(store))
+    try:
+        server.process.send_signal(signal.SIGTTIN)
+        assert wait_for(lambda: readyz(server.base) == (200, 3, 3), 60), readyz(server.base)
+        for left in (2, 1):  # one at a time: a signal sent again before it is handled is one
+            server.process.send_signal(signal.SIGTTOU)
+            expected = (200, left, left)
+            assert wait_for(lambda: readyz(server.base) == expected, 60), left  # noqa: B023
+        assert len(workers_of(server.process.pid)) == 1
     finally:
         stop_server(server)
     assert server.process.returncode == 0

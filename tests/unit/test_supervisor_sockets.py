@@ -10,7 +10,6 @@ from typing import ClassVar
 
 import pytest
 from uvicorn.config import Config
-from uvicorn.supervisors import multiprocess as uvicorn_multiprocess
 
 from service.api import supervisor as supervisor_module
 from service.api.handoff import WorkerProcess
@@ -34,12 +33,8 @@ class FakeProcess:
 @pytest.fixture
 def supervisor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
     monkeypatch.setattr(supervisor_module, "Process", FakeProcess)
-    monkeypatch.setattr(uvicorn_multiprocess, "Process", FakeProcess)  # what uvicorn's own use
     FakeProcess.started = []
-    saved = {
-        sig: signal.getsignal(sig)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU)
-    }
+    saved = {sig: signal.getsignal(sig) for sig in signal.valid_signals()}
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -48,16 +43,17 @@ def supervisor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
         yield Supervisor(config, WorkerProcess())
     finally:
         for sig, handler in saved.items():
-            signal.signal(sig, handler)
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
 
 
 def test_every_worker_started_gets_a_listening_socket(supervisor: Supervisor) -> None:
-    supervisor.init_processes()
-    supervisor._start(0)
+    supervisor.start_all()
+    supervisor._start(supervisor.slots[0])
     supervisor.handle_ttin()
     assert len(FakeProcess.started) == 4
     assert all(ports == [supervisor.config.port] for ports in FakeProcess.started)
-    assert len(supervisor.processes) == 3
+    assert len(supervisor.slots) == 3
 
 
 def test_a_worker_that_cannot_get_a_socket_is_retried_later(
@@ -65,16 +61,17 @@ def test_a_worker_that_cannot_get_a_socket_is_retried_later(
 ) -> None:
     """Out of file descriptors (or the port taken while every worker was down): the slot waits
     for its back-off and tries again; the supervisor does not end."""
-    supervisor.init_processes()
+    supervisor.start_all()
 
     def no_socket(config: Config) -> socket.socket:
         raise OSError(24, "Too many open files")
 
     monkeypatch.setattr(supervisor_module, "worker_socket", no_socket)
-    supervisor._start(0)
-    assert 0 in supervisor.retry_at and supervisor.failed_starts == 1
+    slot = supervisor.slots[0]
+    supervisor._start(slot)
+    assert slot.waiting and supervisor.failed_starts == 1
     assert len(FakeProcess.started) == 2  # nothing new started
     monkeypatch.undo()
     monkeypatch.setattr(supervisor_module, "Process", FakeProcess)
-    supervisor._start(0)
-    assert len(FakeProcess.started) == 3
+    supervisor._start(slot)
+    assert len(FakeProcess.started) == 3 and not slot.waiting

@@ -1,22 +1,25 @@
 """`POST /admin/reload`: off (404) unless TOKSVC_ADMIN_TOKEN is set, and then wants that bearer
-token. It reloads its own worker first (`service.api.lifecycle.reload`) and answers 409 if that
-was refused; only then, under several workers, it asks the supervisor (its recorded parent, never
-whatever `getppid()` is now) to reload the others, and answers 503 if the supervisor is gone."""
+token. A lone worker reloads itself (`service.api.lifecycle.reload`). Under several workers it
+asks the supervisor (its recorded parent, never whatever `getppid()` is now; 503 if it is gone)
+to reload every worker, itself included, once each, and waits a bounded time for all of them
+(`service.api.store_state`): 202 with the store state they all serve, 409 `reload-refused` if
+one refused the store, or 409 `reload-inconsistent` with what each serves if they disagree."""
 
 from __future__ import annotations
 
 import hmac
 import os
 import signal
+import time
 from typing import Any
 
 from litestar import Request, post
 from litestar.exceptions import NotAuthorizedException, NotFoundException
 
-from service.api import lifecycle, problems
+from service.api import lifecycle, problems, store_state
 from service.api.dependencies import WorkerDep
 from service.api.wire.info import ReloadResponse
-from service.errors import ReloadRefusedError, ReloadUnavailableError
+from service.errors import ReloadInconsistentError, ReloadRefusedError, ReloadUnavailableError
 
 
 @post(
@@ -27,7 +30,9 @@ from service.errors import ReloadRefusedError, ReloadUnavailableError
     summary="Reload the store",
     description="Off (404) unless `TOKSVC_ADMIN_TOKEN` is set; "
     "wants `Authorization: Bearer <token>` (401 otherwise). Every worker loads the store again "
-    "and swaps it in only if every file loaded; otherwise the previous store keeps serving.",
+    "and swaps it in only if every file loaded; otherwise the previous store keeps serving. "
+    "Under several workers the answer waits for every worker and names the store state they "
+    "all serve (409 `reload-inconsistent` if they do not serve one).",
     responses=problems.documented(401, 404),
     response_description="reload done or requested",
 )
@@ -43,11 +48,20 @@ async def admin_reload(request: Request[Any, Any, Any], worker: WorkerDep) -> Re
     if process.supervised and not process.supervisor_alive():
         reason = "this worker's supervisor is gone and the worker is stopping"
         raise ReloadUnavailableError(reason)
-    failures = await lifecycle.reload(worker)
-    if failures:
+    if not process.supervised:
+        failures = await lifecycle.reload(worker)
+        if failures:
+            raise ReloadRefusedError(failures)
+        registry = worker.serving()
+        return ReloadResponse(status="reloaded", tokenizers=len(registry),
+                              store_sha256=registry.store_sha256)  # fmt: skip
+    since = time.time()
+    os.kill(process.supervisor_pid, signal.SIGHUP)  # passed on to every worker, this one too
+    answered = await store_state.await_round(process, since)
+    if failures := store_state.refusal(answered):
         raise ReloadRefusedError(failures)
-    if process.supervised:  # several workers: the supervisor passes SIGHUP on to each
-        os.kill(process.supervisor_pid, signal.SIGHUP)
-        return ReloadResponse(status="reloaded here; requested in every other worker",
-                              tokenizers=len(worker.serving()))  # fmt: skip
-    return ReloadResponse(status="reloaded", tokenizers=len(worker.serving()))
+    agreed = store_state.agreed(answered)
+    if agreed is None:
+        raise ReloadInconsistentError(store_state.states(answered))
+    return ReloadResponse(status="reloaded in every worker", tokenizers=len(worker.serving()),
+                          store_sha256=agreed, workers=len(answered))  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.api import lifecycle
+from service.api import lifecycle, store_state
 from service.api.dependencies import WorkerDep
 from service.api.openapi import json_get
 from service.api.wire.info import HealthResponse
@@ -20,19 +20,21 @@ def healthz() -> HealthResponse:
 @json_get("/readyz", name="health", tag="probes", summary="Readiness",
           returns="ready to serve")  # fmt: skip
 def readyz(worker: WorkerDep) -> HealthResponse:
-    """200 once the store is loaded and this worker serves; 503 (problem, with `Retry-After` and the
-    files that failed) before that."""
+    """200 once the store is loaded and this worker serves (with a warning while the workers serve
+    different store states); 503 (problem, with `Retry-After` and the files that failed) before
+    that."""
     registry = worker.registry
     if registry is None or not registry.complete:
         failures = [str(f) for f in registry.failures] if registry is not None else []
         serving = registry is not None and len(registry) > 0
         raise NotReadyError(failures, serving=serving)
-    warning = native_missing_warning()  # ready, but slow: say so where operators look
+    native = native_missing_warning()  # ready, but slow: say so where operators look
+    warnings = [w for w in (native, store_state.disagreement(worker.process)) if w]
     workers, loaded = lifecycle.workers_loaded(worker)
     return HealthResponse(status="ready", tokenizers=len(registry),
-                          engine="python" if warning else "native",
-                          warnings=[warning] if warning else None,
-                          workers=workers, workers_loaded=loaded)  # fmt: skip
+                          engine="python" if native else "native", warnings=warnings or None,
+                          workers=workers, workers_loaded=loaded,
+                          store_sha256=registry.store_sha256 or None)  # fmt: skip
 
 
 ROUTES = [healthz, readyz]

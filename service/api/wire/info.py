@@ -85,6 +85,9 @@ class HealthResponse(ResponseBody, frozen=True):
     workers_loaded: Annotated[
         int | None, doc("how many of them have loaded the store and serve", 2)
     ] = None
+    store_sha256: Annotated[
+        str | None, doc("the store state this worker serves (the manifest's sha256)")
+    ] = None
 
 
 class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -145,3 +148,9 @@ class ReloadResponse(ResponseBody, frozen=True):
 
     status: Annotated[str, doc("what happened", "reloaded")]
     tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
+    store_sha256: Annotated[
+        str | None, doc("the store state every worker serves now (the manifest's sha256)")
+    ] = None
+    workers: Annotated[int | None, doc("how many workers serve it (under `toksvc serve`)", 2)] = (
+        None
+    )
