@@ -75,6 +75,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     header_seconds: AtLeastASecond = 10.0  # the request line and headers must arrive in this time
     large_request_bytes: Count = 1024 * 1024  # a body over this is a "large request"
     max_large_requests: Positive = 2  # large requests worked on at once per worker; more get 503
+    max_work_seconds: AtLeastASecond = 30.0  # one request's CPU work (chunk, chat count, train)
     api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off

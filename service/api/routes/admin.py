@@ -15,6 +15,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import lifecycle, problems
 from service.api.dependencies import WorkerDep
+from service.api.traits import AUTH_EXEMPT
 from service.api.wire.info import ReloadResponse
 from service.errors import ReloadRefusedError, ReloadUnavailableError
 
@@ -22,7 +23,7 @@ from service.errors import ReloadRefusedError, ReloadUnavailableError
 @post(
     "/admin/reload",
     status_code=202,
-    opt={"operation": "admin"},
+    opt={"operation": "admin", AUTH_EXEMPT: True},  # its own token
     tags=["admin"],
     summary="Reload the store",
     description="Off (404) unless `TOKSVC_ADMIN_TOKEN` is set; "

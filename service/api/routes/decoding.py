@@ -39,7 +39,7 @@ async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
         special = set(tokenizer.tokenizer.special_tokens.values())
         batch = [[i for i in ids if i not in special] for ids in batch]
     work = partial(_decode_all, tokenizer.tokenizer, batch, data, worker.settings)
-    results = await run_work(n_ids * 4, work)
+    results = await run_work(n_ids * 4, lambda _: work())
     metrics.record(tokenizer.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
         return DecodeResponse(tokenizer=ref_of(tokenizer), text=results[0].text,
@@ -75,7 +75,7 @@ async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
         text = decoder.decode(data.ids)
         return (text + decoder.flush() if data.final else text), decoder.state()
 
-    text, decoder_state = await run_work(len(data.ids) * 4, step)
+    text, decoder_state = await run_work(len(data.ids) * 4, lambda _: step())
     metrics.record(tokenizer.ref, "decode_stream", len(data.ids), [text])
     return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer))
 

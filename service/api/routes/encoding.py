@@ -45,7 +45,7 @@ async def _per_text(data: TextsRequest, apply: Callable[..., Any]) -> tuple[list
     def work() -> list[Any]:
         return [apply(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
 
-    return texts, await run_work(sum(map(len, texts)), work)
+    return texts, await run_work(sum(map(len, texts)), lambda _: work())
 
 
 async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResponse:

@@ -82,7 +82,7 @@ async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[s
     published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
     `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
     size = sum(len(str(m)) for m in data.messages)
-    counted = await run_work(size, lambda: billing.count_conversation(
+    counted = await run_work(size, lambda _: billing.count_conversation(
         registry, model, data.messages, data.tools, breakdown=data.breakdown,
         add_generation_prompt=data.add_generation_prompt,
         template_kwargs=data.chat_template_kwargs,
@@ -109,7 +109,7 @@ async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str
     decimal strings, from the model's price file; `remaining_context` is what is left of the
     context window."""
     size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
-    est = await run_work(size, lambda: billing.estimate_request(
+    est = await run_work(size, lambda _: billing.estimate_request(
         registry, model, messages=data.messages, tools=data.tools, text=data.text,
         add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
         max_output_tokens=data.max_output_tokens, output_tokens=data.output_tokens,

@@ -179,7 +179,7 @@ class StreamSession:
             budget.check_output(tokenizer.decoded_size(ids))
             return decoder.decode(ids)
 
-        text = await run_work(len(ids) * 4, work)
+        text = await run_work(len(ids) * 4, lambda _: work())
         metrics.record(self.ref, "decode_stream", len(ids), [text])
         return text
 
