@@ -16,9 +16,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
@@ -166,6 +167,17 @@ class _RequestWork:
 _WORK: ContextVar[_RequestWork | None] = ContextVar("toksvc_request_work", default=None)
 
 
+@contextlib.contextmanager
+def working_for(worker: Worker, receive: Receive) -> Iterator[None]:
+    """Within it, `run_work` works for this request: its worker's deadline and stop, and its
+    client's departure (`receive`) stop the work."""
+    token = _WORK.set(_RequestWork(worker, receive))
+    try:
+        yield
+    finally:
+        _WORK.reset(token)
+
+
 class RequestBudget(ASGIMiddleware):
     """The worker's request budget, on every route that declares `traits.LARGE_BODY`: at most
     TOKSVC_MAX_LARGE_REQUESTS requests with a body over TOKSVC_LARGE_REQUEST_BYTES are worked on at
@@ -182,19 +194,18 @@ class RequestBudget(ASGIMiddleware):
         if not traits.has(scope.get("route_handler"), traits.LARGE_BODY):
             return await next_app(scope, receive, send)
         worker = worker_of(scope["litestar_app"])
-        token = _WORK.set(_RequestWork(worker, receive))
         body = _CountedBody(receive, worker)
-        try:
-            size = _announced_size(scope)
-            if size is not None and size > worker.settings.large_request_bytes:
-                try:
-                    body.release = worker.large_requests.acquire()
-                except TooManyLargeRequestsError as busy:
-                    return await problems.send_raw(send, problems.for_error(busy))
-            await next_app(scope, body if size is None else receive, send)
-        finally:
-            body.release()
-            _WORK.reset(token)
+        with working_for(worker, receive):
+            try:
+                size = _announced_size(scope)
+                if size is not None and size > worker.settings.large_request_bytes:
+                    try:
+                        body.release = worker.large_requests.acquire()
+                    except TooManyLargeRequestsError as busy:
+                        return await problems.send_raw(send, problems.for_error(busy))
+                await next_app(scope, body if size is None else receive, send)
+            finally:
+                body.release()
 
 
 class _CountedBody:
