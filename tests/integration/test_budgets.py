@@ -308,3 +308,30 @@ def read_until_closed_or_response(sock: socket.socket) -> bytes:
     while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
         data += chunk
     return data
+
+
+def test_encode_pieces_and_offsets_are_refused_before_they_are_built(limited: Server) -> None:
+    """Pieces and offsets of 220,000 tokens are ~4.6 MB of JSON (over the 4 MiB output limit
+    here): 413 before they are built (issue 23, high 3); either alone, or the ids, are served."""
+    text = "".join(f" w{i % 977}" for i in range(110_000))  # 540 KB, 220,000 tokens
+    for extras in (
+        {"pieces": True},
+        {"offsets": "utf16"},
+        {"pieces": True, "offsets": "codepoints"},
+    ):
+        r = httpx.post(f"{limited.base}{T}/encode", json={"text": text, **extras}, timeout=60)
+        if extras.keys() == {"pieces", "offsets"}:
+            assert r.status_code == 413, r.text[:200]
+            doc = r.json()
+            assert doc["type"] == "/problems/limit-exceeded" and doc["limit"] == 4 * 1024 * 1024
+        else:  # one of them alone fits: the estimate does not refuse what it need not
+            assert r.status_code == 200, r.text[:200]
+    r = httpx.post(f"{limited.base}{T}/encode", json={"text": text}, timeout=60)
+    assert r.status_code == 200 and len(r.json()["ids"]) > 100_000
+    small = httpx.post(
+        f"{limited.base}{T}/encode",
+        timeout=10,
+        json={"texts": ["hello world"], "pieces": True, "offsets": "codepoints"},
+    )
+    assert small.json()["results"][0]["pieces"] == ["hello", " world"]  # fmt: skip
+    assert serves(limited)

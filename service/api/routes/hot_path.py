@@ -35,9 +35,10 @@ from service.api.wire.bodies import decode_body, decoder_of
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
 from service.errors import RequestTimeoutError
+from service.settings import Settings
 from service.store.registry import LoadedTokenizer
 
-Answer = Callable[[LoadedTokenizer, Any], Awaitable[ResponseBody]]
+Answer = Callable[[LoadedTokenizer, Any, Settings], Awaitable[ResponseBody]]
 ANSWERS: dict[Any, Answer] = {EncodeRequest: encoding.encoded, CountRequest: encoding.counted}
 _JSON = (b"content-type", b"application/json")
 _encode = msgspec.json.Encoder().encode
@@ -135,7 +136,7 @@ class HotPath:
             try:
                 data = decode_body(plan.decoder, body, worker.settings)
                 tokenizer = worker.serving().resolve(scope["path_params"]["ref"])
-                answer = await plan.answer(tokenizer, data)
+                answer = await plan.answer(tokenizer, data, worker.settings)
             except Exception:  # whatever it is, the full path answers it
                 pass
             else:
