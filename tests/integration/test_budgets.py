@@ -8,9 +8,11 @@ import base64
 import contextlib
 import json
 import os
+import random
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -335,3 +337,23 @@ def test_encode_pieces_and_offsets_are_refused_before_they_are_built(limited: Se
     )
     assert small.json()["results"][0]["pieces"] == ["hello", " world"]  # fmt: skip
     assert serves(limited)
+
+
+def test_playground_training_is_one_at_a_time_and_has_a_deadline(limited: Server) -> None:
+    """20 KB without pre-tokenization, 512 merges: tens of seconds of CPU on this machine (issue 23,
+    medium: 12 at once saturated a worker for 105 s). A second one meanwhile gets 503; the first
+    stops at its 5 s deadline with 413; the worker serves throughout."""
+    rng = random.Random(0)
+    text = "".join(rng.choice("abcdefgh ") for _ in range(20_000))
+    body = {"text": text, "merges": 512, "pattern": "none", "min_frequency": 1}
+    url = f"{limited.base}/v1/playground/train"
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(httpx.post, url, json=body, timeout=120)
+        time.sleep(0.5)  # the first one trains
+        second = httpx.post(url, json=body, timeout=120)
+        assert serves(limited)
+        answer = first.result()
+    assert second.status_code == 503 and second.json()["type"] == "/problems/too-many-trainings"
+    assert answer.status_code == 413 and answer.json()["type"] == "/problems/limit-exceeded"
+    small = httpx.post(url, json={"text": "low lower lowest", "merges": 3}, timeout=30)
+    assert small.status_code == 200 and len(small.json()["merges"]) == 3  # the slot is free
