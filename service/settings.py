@@ -66,7 +66,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ws_idle_seconds: AtLeastASecond = 60.0
     body_seconds: Seconds = 30.0  # a JSON request body must arrive within this time
     max_streams_per_worker: Positive = 256
-    max_ws_message_bytes: Positive = 1024 * 1024  # one WebSocket message; more closes with 1009
+    max_stream_message_bytes: Positive = 1024 * 1024  # one NDJSON line or WebSocket message
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")

@@ -174,7 +174,7 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
 class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
     """A WebSocket connection with the write deadline, within the memory budget: a message is at
-    most TOKSVC_MAX_WS_MESSAGE_BYTES (uvicorn's `ws_max_size`; more closes with 1009) in at most
+    most TOKSVC_MAX_STREAM_MESSAGE_BYTES (uvicorn's `ws_max_size`; more closes with 1009) in at most
     MAX_FRAGMENTS frames (a message in 2-byte frames took the loop seconds to parse; more closes
     with 1009); data is parsed in slices, so one read parses a bounded number of frames before
     the check; and a ping is answered only while the client reads its answers (a pong is dropped

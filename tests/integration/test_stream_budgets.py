@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import socket
 import struct
@@ -117,4 +118,20 @@ def test_pings_from_a_client_that_does_not_read_do_not_pile_up(server: Server) -
     pongs = sum(opcode == PONG for opcode, _ in frames_until_closed(sock))
     sock.close()
     assert pongs < 50_000, pongs
+    assert healthy(server)
+
+
+def test_an_ndjson_line_over_the_message_limit_is_refused(server: Server) -> None:
+    """One budget for both stream forms: an NDJSON line is bounded as a WebSocket message is
+    (it was the 8 MiB body limit)."""
+    line = b'{"ids": [' + b"1," * 800_000 + b"1]}\n"  # 1.6 MB
+
+    def body() -> Iterator[bytes]:
+        for at in range(0, len(line), 65536):
+            yield line[at : at + 65536]
+
+    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/decode/stream", content=body(),
+                   headers={"content-type": "application/x-ndjson"}, timeout=30)  # fmt: skip
+    problem = r.json() if r.status_code != 200 else json.loads(r.text.splitlines()[-1])["error"]
+    assert problem["type"] == "/problems/limit-exceeded" and problem["limit"] == 1024 * 1024
     assert healthy(server)
