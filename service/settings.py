@@ -82,6 +82,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off
     playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
 
+    def stream_message_bytes(self) -> int:
+        """The largest NDJSON line or WebSocket message: never more than a request body."""
+        return min(self.max_stream_message_bytes, self.max_body_bytes)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ

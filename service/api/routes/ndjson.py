@@ -71,7 +71,7 @@ async def decode_stream(
     session = StreamSession(worker, tokenizer, "ndjson", errors=errors, usage=usage, model=model)
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
-        max_line = worker.settings.max_stream_message_bytes
+        max_line = worker.settings.stream_message_bytes()
         await session.run(NdjsonTransport(receive, send, max_line))
 
     return stream
