@@ -194,18 +194,24 @@ class RequestBudget(ASGIMiddleware):
         if not traits.has(scope.get("route_handler"), traits.LARGE_BODY):
             return await next_app(scope, receive, send)
         worker = worker_of(scope["litestar_app"])
-        body = _CountedBody(receive, worker)
+        size = _announced_size(scope)
         with working_for(worker, receive):
+            if size is None:  # chunked: counted as it is read
+                body = _CountedBody(receive, worker)
+                try:
+                    return await next_app(scope, body, send)
+                finally:
+                    body.release()
+            if size <= worker.settings.large_request_bytes:
+                return await next_app(scope, receive, send)
             try:
-                size = _announced_size(scope)
-                if size is not None and size > worker.settings.large_request_bytes:
-                    try:
-                        body.release = worker.large_requests.acquire()
-                    except TooManyLargeRequestsError as busy:
-                        return await problems.send_raw(send, problems.for_error(busy))
-                await next_app(scope, body if size is None else receive, send)
+                release = worker.large_requests.acquire()
+            except TooManyLargeRequestsError as busy:
+                return await problems.send_raw(send, problems.for_error(busy))
+            try:
+                await next_app(scope, receive, send)
             finally:
-                body.release()
+                release()
 
 
 class _CountedBody:
