@@ -287,6 +287,26 @@ class TooManyLargeRequestsError(ToksvcError):
                          "bytes; retry shortly")  # fmt: skip
 
 
+class TooManyTrainingsError(ToksvcError):
+    kind, title = "too-many-trainings", "Too many trainings"
+    fact_names = ("limit",)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"this worker already trains {limit} playground vocabularies; "
+                         "retry shortly")  # fmt: skip
+
+
+class WorkStoppedError(ToksvcError):
+    """CPU work stopped before its end because its client went away or the worker is stopping
+    (`service.bpe.deadline.Deadline`)."""
+
+    kind, title = "work-stopped", "Work stopped"
+
+    def __init__(self) -> None:
+        super().__init__("the work was stopped: its client went away or the worker is stopping")
+
+
 class RequestTimeoutError(ToksvcError):
     kind, title = "request-timeout", "Request timeout"
 

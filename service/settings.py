@@ -69,6 +69,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_stop_strings: Positive = 16  # stop strings per stream
     max_stop_chars: Positive = 256  # characters per stop string
     max_prompt_ids: Positive = 64  # prompt ids a stream is primed with
+    max_stream_message_bytes: Positive = 1024 * 1024  # one NDJSON line or WebSocket message
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")
@@ -78,10 +79,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     header_seconds: AtLeastASecond = 10.0  # the request line and headers must arrive in this time
     large_request_bytes: Count = 1024 * 1024  # a body over this is a "large request"
     max_large_requests: Positive = 2  # large requests worked on at once per worker; more get 503
+    max_work_seconds: AtLeastASecond = 30.0  # one request's CPU work (chunk, chat count, train)
     api_keys: str = ""  # "id:key,id:key": when set (or api_keys_file), the API wants a key
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off
     playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
+
+    def stream_message_bytes(self) -> int:
+        """The largest NDJSON line or WebSocket message: never more than a request body."""
+        return min(self.max_stream_message_bytes, self.max_body_bytes)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -8,10 +8,10 @@ import logging
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
-from litestar.middleware import DefineMiddleware
+from litestar.types import Middleware
 
 from service.api import auth, lifecycle, metrics, problems
-from service.api.budget import LargeRequestSlots
+from service.api.budget import RequestBudget
 from service.api.dependencies import SIGNATURE_TYPES, dependencies
 from service.api.handoff import Handoff, received
 from service.api.openapi import StrictStructSchemaPlugin
@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
         middleware=[
             metrics.RequestMetrics,
             *_access(settings),
-            DefineMiddleware(LargeRequestSlots, settings=settings),
+            RequestBudget(),
         ],
         cors_config=_cors(settings),
         request_max_body_size=settings.max_body_bytes,
@@ -86,10 +86,10 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     )
 
 
-def _access(settings: Settings) -> list[DefineMiddleware]:
+def _access(settings: Settings) -> list[Middleware]:
     """API keys, if any are configured (off by default; `service.api.auth`)."""
     keys = auth.load_keys(settings)
-    return [DefineMiddleware(auth.ApiKeys, keys=keys)] if keys else []
+    return [auth.ApiKeys(keys)] if keys else []
 
 
 def _cors(settings: Settings) -> CORSConfig | None:

@@ -7,8 +7,9 @@ its key as `Authorization: Bearer <key>` (the scheme in any case) or `X-API-Key:
 compared with every configured key in constant time. Without a valid key: 401 problem (a
 WebSocket is refused before it opens). Logs name a key by its id, never by its value.
 
-Open without a key: the probes (`/healthz`, `/readyz`) and `/metrics`, which the orchestrator
-and Prometheus call, and `/admin/reload`, which has its own token.
+Open without a key: the routes that declare `traits.AUTH_EXEMPT`: the probes (`/healthz`,
+`/readyz`) and `/metrics`, which the orchestrator and Prometheus call, and `/admin/reload`, which
+has its own token.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import logging
 from pathlib import Path
 
 from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from service.api import problems
+from service.api import problems, traits
 from service.errors import ConfigError
 from service.settings import Settings
 
-OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/admin/")
 log = logging.getLogger("toksvc")
 
 
@@ -66,20 +67,21 @@ def _given_key(scope: Scope) -> bytes:
     return b""
 
 
-class ApiKeys:
-    """ASGI middleware: every route but the open ones wants a valid key."""
+class ApiKeys(ASGIMiddleware):
+    """Every route but those declaring `traits.AUTH_EXEMPT` wants a valid key (the keys are
+    read once; the middleware keeps no other state)."""
 
-    def __init__(self, app: ASGIApp, keys: dict[str, bytes]) -> None:
-        self.app = app
+    scopes = (ScopeType.HTTP, ScopeType.WEBSOCKET)
+    exclude_opt_key = traits.AUTH_EXEMPT
+
+    def __init__(self, keys: dict[str, bytes]) -> None:
         self.keys = keys
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["path"].startswith(OPEN_PATHS):
-            return await self.app(scope, receive, send)
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         key_id = key_id_of(self.keys, _given_key(scope))
         if key_id is not None:
             scope["state"]["api_key_id"] = key_id
-            return await self.app(scope, receive, send)
+            return await next_app(scope, receive, send)
         log.info("refused %s %s: no valid API key", scope["type"], scope["path"])
         if scope["type"] == ScopeType.WEBSOCKET:
             return await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})

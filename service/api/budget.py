@@ -8,25 +8,35 @@
   instead of holding its slot and buffers with `send()` blocked forever. The connection layer
   (`service.api.connection`) aborts any connection whose client reads nothing for
   TOKSVC_WRITE_SECONDS, which frees the buffered output.
+- The worker's large-request slots are one budget for every route (`RequestBudget`), and work
+  over `INLINE_WORK_BYTES` of estimated cost leaves the event loop with a deadline and a stop
+  (`run_work`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio.to_thread
 from litestar.enums import ScopeType
-from litestar.types import ASGIApp, Receive, Scope, Send
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
-from service.api import problems
+from service.api import problems, traits
+from service.api.worker import Worker, worker_of
+from service.bpe.deadline import Deadline
 from service.errors import LimitExceededError, TooManyLargeRequestsError
 from service.settings import Settings
 
 STOP_GRACE_SECONDS = 1.0
+DEFAULT_WORK_SECONDS = 30.0  # work outside a request's budget (a stream's message)
 INLINE_WORK_BYTES = 16 * 1024  # smaller requests run on the event loop; larger ones in a thread
 T = TypeVar("T")
 
@@ -38,12 +48,38 @@ def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
         raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
 
 
-async def run_work(size: int, fn: Callable[[], T]) -> T:
+async def run_work(size: int, fn: Callable[[Deadline], T]) -> T:
     """Run small work inline and large work in a worker thread, so a megabyte of text never blocks
-    the event loop and a 200-byte request never pays for a thread hop."""
+    the event loop and a 200-byte request never pays for a thread hop. `size` is the work's
+    estimated cost (bytes of text, or what the route estimates from its whole body). `fn` gets the
+    request's `Deadline` (TOKSVC_MAX_WORK_SECONDS) to check between its steps; work in a thread is
+    also stopped when its client goes away or the worker stops (`WorkStoppedError`)."""
+    work = _WORK.get()
+    deadline = Deadline(work.worker.settings.max_work_seconds if work else DEFAULT_WORK_SECONDS)
     if size <= INLINE_WORK_BYTES:
-        return fn()
-    return await anyio.to_thread.run_sync(fn)
+        return fn(deadline)
+    thread = asyncio.ensure_future(anyio.to_thread.run_sync(fn, deadline))
+    if work is None:  # not within a request (a stream's message): its own deadline only
+        return await thread
+    watchers = {asyncio.ensure_future(work.worker.stopping.wait()),
+                asyncio.ensure_future(_gone(work.receive))}  # fmt: skip
+    try:
+        await asyncio.wait({thread, *watchers}, return_when=asyncio.FIRST_COMPLETED)
+        if not thread.done():  # the client has gone or the worker stops: the work ends soon
+            deadline.stop()
+        return await thread
+    finally:
+        if not thread.done():  # cancelled ourselves
+            deadline.stop()
+        for watcher in watchers:
+            watcher.cancel()
+
+
+async def _gone(receive: Receive) -> None:
+    """Returns when the client has gone (its body was read already, so `receive` has nothing else
+    to give)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes per request") -> None:
@@ -118,35 +154,93 @@ async def send_within(send: Callable[[], Awaitable[object]], stopping: asyncio.E
     return False
 
 
-class LargeRequestSlots:
-    """ASGI middleware: at most TOKSVC_MAX_LARGE_REQUESTS requests with a body over
-    TOKSVC_LARGE_REQUEST_BYTES are worked on at once per worker; one more gets 503 + Retry-After
-    at once (before its body is read), so the memory of a worker is bounded by its idle size plus
-    that many per-request budgets (docs/reliability.md, "Memory budget"). Streams have their own
-    slots and are not counted here."""
+@dataclass(frozen=True, slots=True)
+class _RequestWork:
+    """What `run_work` needs to know of the request it works for: its worker (settings, stop)
+    and the client's `receive`, which, once the body has been read, answers only when the client
+    has gone (or the response is complete)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
-        self.app = app
-        self.limit = settings.max_large_requests
-        self.threshold = settings.large_request_bytes
-        self.busy = 0
+    worker: Worker
+    receive: Receive
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._large(scope):
-            return await self.app(scope, receive, send)
-        if self.busy >= self.limit:
-            busy = TooManyLargeRequestsError(self.limit, self.threshold)
-            return await problems.send_raw(send, problems.for_error(busy))
-        self.busy += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.busy -= 1
 
-    def _large(self, scope: Scope) -> bool:
-        if scope["type"] != ScopeType.HTTP or scope["path"].endswith("/decode/stream"):
-            return False
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                return value.isdigit() and int(value) > self.threshold
-        return bool(scope.get("method") == "POST")  # a chunked body: its size is unknown
+_WORK: ContextVar[_RequestWork | None] = ContextVar("toksvc_request_work", default=None)
+
+
+@contextlib.contextmanager
+def working_for(worker: Worker, receive: Receive) -> Iterator[None]:
+    """Within it, `run_work` works for this request: its worker's deadline and stop, and its
+    client's departure (`receive`) stop the work."""
+    token = _WORK.set(_RequestWork(worker, receive))
+    try:
+        yield
+    finally:
+        _WORK.reset(token)
+
+
+class RequestBudget(ASGIMiddleware):
+    """The worker's request budget, on every route that declares `traits.LARGE_BODY`: at most
+    TOKSVC_MAX_LARGE_REQUESTS requests with a body over TOKSVC_LARGE_REQUEST_BYTES are worked on at
+    once per worker, whatever their routes (the slots are the `Worker`'s; this middleware keeps no
+    state). One more gets 503 + Retry-After: at once, before its body is read, when its
+    Content-Length says it is large; a chunked body (size unknown) is admitted, counted as it is
+    read, and takes a slot when it passes the threshold, or is refused then (503, the rest of its
+    body unread). So the memory of a worker is bounded by its idle size plus that many large
+    requests' budgets and the small ones in flight (docs/reliability.md, "Memory budget")."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        if not traits.has(scope.get("route_handler"), traits.LARGE_BODY):
+            return await next_app(scope, receive, send)
+        worker = worker_of(scope["litestar_app"])
+        size = _announced_size(scope)
+        with working_for(worker, receive):
+            if size is None:  # chunked: counted as it is read
+                body = _CountedBody(receive, worker)
+                try:
+                    return await next_app(scope, body, send)
+                finally:
+                    body.release()
+            if size <= worker.settings.large_request_bytes:
+                return await next_app(scope, receive, send)
+            try:
+                release = worker.large_requests.acquire()
+            except TooManyLargeRequestsError as busy:
+                return await problems.send_raw(send, problems.for_error(busy))
+            try:
+                await next_app(scope, receive, send)
+            finally:
+                release()
+
+
+class _CountedBody:
+    """A chunked body's `receive`: takes a large-request slot once the bytes read pass the
+    threshold (TooManyLargeRequestsError from the read if none is free: the handler's problem)."""
+
+    def __init__(self, receive: Receive, worker: Worker) -> None:
+        self._receive = receive
+        self._worker = worker
+        self._read = 0
+        self.release: Callable[[], None] = _nothing
+
+    async def __call__(self) -> ReceiveMessage:
+        message = await self._receive()
+        if message["type"] == "http.request" and self.release is _nothing:
+            self._read += len(message.get("body", b""))
+            if self._read > self._worker.settings.large_request_bytes:
+                self.release = self._worker.large_requests.acquire()
+        return message
+
+
+def _nothing() -> None:
+    pass
+
+
+def _announced_size(scope: Scope) -> int | None:
+    """The body's Content-Length (0 if it is not a number: the server refuses such a request);
+    None for a chunked body, whose size is known only once read."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return None

@@ -25,6 +25,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Frame
 
 from service.api import problems
 from service.api.handoff import received
@@ -172,4 +173,46 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
 
 class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
-    """A WebSocket connection with the write deadline."""
+    """A WebSocket connection with the write deadline, within the memory budget: a message is at
+    most TOKSVC_MAX_STREAM_MESSAGE_BYTES (uvicorn's `ws_max_size`; more closes with 1009) in at most
+    MAX_FRAGMENTS frames (a message in 2-byte frames took the loop seconds to parse; more closes
+    with 1009); data is parsed in slices, so one read parses a bounded number of frames before
+    the check; and a ping is answered only while the client reads its answers (a pong is dropped
+    while PONG_BUFFER_BYTES wait to be sent: a client that sends pings and never reads once had
+    1.2 GB of pongs buffered; RFC 6455 5.5.3 lets a pong answer the latest ping only)."""
+
+    MAX_FRAGMENTS = 64
+    SLICE_BYTES = 16 * 1024
+    PONG_BUFFER_BYTES = 64 * 1024
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fragments = 0
+
+    def data_received(self, data: bytes) -> None:
+        for start in range(0, len(data), self.SLICE_BYTES):
+            if self.transport.is_closing():
+                return
+            super().data_received(data[start : start + self.SLICE_BYTES])
+
+    def handle_text(self, event: Frame) -> None:
+        self._fragments = 1
+        super().handle_text(event)
+
+    def handle_bytes(self, event: Frame) -> None:
+        self._fragments = 1
+        super().handle_bytes(event)
+
+    def handle_cont(self, event: Frame) -> None:
+        self._fragments += 1
+        if self._fragments > self.MAX_FRAGMENTS:
+            if not self.transport.is_closing():
+                self.conn.fail(1009, f"a message in more than {self.MAX_FRAGMENTS} frames")
+                self.handle_parser_exception()
+            return
+        super().handle_cont(event)
+
+    def handle_ping(self) -> None:
+        pong = b"".join(self.conn.data_to_send())
+        if self.transport.get_write_buffer_size() <= self.PONG_BUFFER_BYTES:
+            self.transport.write(pong)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from types import MappingProxyType
 from typing import Any
 
 from litestar.enums import ScopeType
@@ -12,6 +13,7 @@ from litestar.plugins.prometheus import PrometheusController
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import Counter, Gauge, Histogram
 
+from service.api import traits
 from service.store.registry import LoadedTokenizer, Registry
 
 TOKENS = Counter(
@@ -138,5 +140,6 @@ class RequestMetrics:
 
 class MetricsController(PrometheusController):
     path = "/metrics"
+    opt = MappingProxyType({traits.AUTH_EXEMPT: True})  # Prometheus scrapes without a key
     include_in_schema = False  # Prometheus text format, not part of the JSON API
     openmetrics_format = False

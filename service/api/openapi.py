@@ -23,6 +23,7 @@ from litestar.openapi.spec import (
 from litestar.types import AnyCallable
 
 from service.api.problems import documented
+from service.api.traits import LARGE_BODY
 from service.api.wire.examples import EXAMPLES, Examples
 
 if TYPE_CHECKING:
@@ -109,26 +110,31 @@ Decorator = Callable[[AnyCallable], HTTPRouteHandler]
 
 
 def json_get(path: str, *, name: str, tag: str, summary: str, returns: str,
-             problems: tuple[int, ...] = (503,)) -> Decorator:  # fmt: skip
+             problems: tuple[int, ...] = (503,),
+             traits: tuple[str, ...] = ()) -> Decorator:  # fmt: skip
     """A GET operation answering JSON, declared once: its metrics name (`operation`), its docs
-    (tag, summary, what it returns; the handler's docstring is its description) and the problem
-    statuses it can answer."""
+    (tag, summary, what it returns; the handler's docstring is its description), the problem
+    statuses it can answer and its `traits` (`service.api.traits`)."""
     return _operation(get, path, name=name, tag=tag, summary=summary, returns=returns,
-                      problems=problems, sync_to_thread=False)  # fmt: skip
+                      problems=problems, traits=traits, sync_to_thread=False)  # fmt: skip
 
 
 def json_post(path: str, *, name: str, tag: str, summary: str, returns: str,
               problems: tuple[int, ...] = BODY_PROBLEMS) -> Decorator:  # fmt: skip
-    """A POST operation taking and answering JSON (status 200), declared as `json_get` is."""
+    """A POST operation taking and answering JSON (status 200), declared as `json_get` is; its
+    body counts against the worker's request budget (`traits.LARGE_BODY`)."""
     return _operation(post, path, name=name, tag=tag, summary=summary, returns=returns,
-                      problems=problems, status_code=200)  # fmt: skip
+                      problems=problems, traits=(LARGE_BODY,), status_code=200)  # fmt: skip
 
 
 def _operation(kind: type[HTTPRouteHandler], path: str, *, name: str, tag: str, summary: str,
-               returns: str, problems: tuple[int, ...], **options: Any) -> Decorator:  # fmt: skip
+               returns: str, problems: tuple[int, ...], traits: tuple[str, ...],
+               **options: Any) -> Decorator:  # fmt: skip
+    opt: dict[str, Any] = {"operation": name, **dict.fromkeys(traits, True)}
+
     def declare(fn: AnyCallable) -> HTTPRouteHandler:
         description = " ".join((fn.__doc__ or "").split()) or None  # the docstring, one line
-        return kind(path, opt={"operation": name}, responses=documented(*problems), tags=[tag],
+        return kind(path, opt=opt, responses=documented(*problems), tags=[tag],
                     summary=summary, description=description, response_description=returns,
                     operation_class=DocumentedOperation, **options)(fn)  # fmt: skip
 

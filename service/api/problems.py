@@ -38,6 +38,8 @@ STATUS: dict[type[e.ToksvcError], int] = {
     e.NotReadyError: 503,
     e.TooManyStreamsError: 503,
     e.TooManyLargeRequestsError: 503,
+    e.TooManyTrainingsError: 503,
+    e.WorkStoppedError: 503,
     e.ReloadUnavailableError: 503,
     e.ToksvcError: 400,
 }

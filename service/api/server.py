@@ -46,7 +46,7 @@ def serve(
         workers=workers,
         timeout_graceful_shutdown=10,
         timeout_keep_alive=5,
-        ws_max_size=settings.max_body_bytes,  # a bigger WebSocket message closes with 1009
+        ws_max_size=settings.stream_message_bytes(),  # a bigger message closes with 1009
         log_level="info",
         access_log=False,
         http=GuardedHttpProtocol,  # header size limit, write deadline (service.api.connection)

@@ -14,11 +14,17 @@ from litestar import Litestar
 
 from service.api import metrics
 from service.api.handoff import WorkerProcess
-from service.errors import NotReadyError, TooManyStreamsError
+from service.errors import (
+    NotReadyError,
+    TooManyLargeRequestsError,
+    TooManyStreamsError,
+    TooManyTrainingsError,
+)
 from service.settings import Settings
 from service.store.registry import Registry
 
 KEY = "worker"
+MAX_TRAININGS = 1  # playground trainings at once per worker (each is seconds of CPU)
 
 
 class StreamSlots:
@@ -46,22 +52,56 @@ class StreamSlots:
         return release
 
 
+class Slots:
+    """A per-worker cap on some work at once: `acquire` takes a slot or raises `refused()`."""
+
+    def __init__(self, limit: int, refused: Callable[[], Exception]) -> None:
+        self.limit = limit
+        self.busy = 0
+        self._refused = refused
+
+    def acquire(self) -> Callable[[], None]:
+        """Take a slot now (or raise); the returned function gives it back, once."""
+        if self.busy >= self.limit:
+            raise self._refused()
+        self.busy += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.busy -= 1
+
+        return release
+
+
 @dataclass(eq=False)
 class Worker:
     """`registry` is None until the store has loaded; a reload replaces it in one assignment, so
     a request sees the old registry or the new one, never a mix. `stopping` is set when the worker
     gets SIGTERM or SIGINT, before uvicorn waits for connections to end. `process` is where the
-    worker runs (`toksvc serve`'s state directory and supervisor, or a lone worker)."""
+    worker runs (`toksvc serve`'s state directory and supervisor, or a lone worker).
+
+    The worker's budget lives here, one for every route and stream: `stream_slots` (open
+    streams), `large_requests` (bodies over TOKSVC_LARGE_REQUEST_BYTES being worked on, taken by
+    `service.api.budget.RequestBudget`) and `trainings` (playground trainings)."""
 
     settings: Settings
     registry: Registry | None = None
     stream_slots: StreamSlots = field(init=False)
+    large_requests: Slots = field(init=False)
+    trainings: Slots = field(init=False)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     reload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     process: WorkerProcess = field(default_factory=WorkerProcess)
 
     def __post_init__(self) -> None:
-        self.stream_slots = StreamSlots(self.settings.max_streams_per_worker)
+        s = self.settings
+        self.stream_slots = StreamSlots(s.max_streams_per_worker)
+        self.large_requests = Slots(s.max_large_requests, lambda: TooManyLargeRequestsError(
+            s.max_large_requests, s.large_request_bytes))  # fmt: skip
+        self.trainings = Slots(MAX_TRAININGS, lambda: TooManyTrainingsError(MAX_TRAININGS))
 
     def serving(self) -> Registry:
         """The registry requests are served from; NotReadyError (503) before it has loaded."""

@@ -73,6 +73,7 @@ class Tokenizer:
             table[tid] = text.encode("utf-8")
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
+        self._leads: list[int] | None = None  # built on first use (character_starts)
         self.n_vocab = len(table)
         """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
         array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
@@ -192,6 +193,16 @@ class Tokenizer:
             return sum(map(lengths.__getitem__, ids))  # type: ignore[arg-type]
         except (IndexError, TypeError):
             return len(self.decode_bytes(ids))  # raises UnknownIdError naming them
+
+    def character_starts(self, ids: Sequence[int]) -> list[int]:
+        """How many characters start in each token's bytes (its UTF-8 lead bytes): summed over a
+        prefix of the ids, where the next token lies in the decoded text, in code points (a
+        character split over two tokens counts in the first). Known ids only."""
+        leads = self._leads
+        if leads is None:  # two threads may both build it: the same list, harmless
+            leads = self._leads = [0 if b is None else sum((c & 0xC0) != 0x80 for c in b)
+                                   for b in self._table]  # fmt: skip
+        return list(map(leads.__getitem__, ids))
 
     def decode(self, ids: Sequence[int], errors: Errors = "strict") -> str:
         """Join the bytes of all ids, then decode them as UTF-8 (never token by token)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
 from service.models.conversation import check_messages, check_tools
 from service.models.counting import ChatCount, count_chat
@@ -30,6 +31,7 @@ def count_conversation(
     add_generation_prompt: bool = True,
     template_kwargs: dict[str, Any] | None = None,
     max_chars: int = 32 * 1024 * 1024,
+    deadline: Deadline | None = None,
     breakdown: bool = True,
 ) -> Counted:
     model = registry.resolve_model(model_ref)
@@ -43,6 +45,7 @@ def count_conversation(
         add_generation_prompt=add_generation_prompt,
         template_kwargs=template_kwargs,
         max_chars=max_chars,
+        deadline=deadline,
         breakdown=breakdown,
     )
     return Counted(model, tok, result)
@@ -70,6 +73,7 @@ def estimate_request(
     output_tokens: int | None = None,
     cached_input_tokens: int = 0,
     max_chars: int = 32 * 1024 * 1024,
+    deadline: Deadline | None = None,
 ) -> Estimated:
     """Input tokens from a conversation or a text (exactly one); output tokens from
     `output_tokens` (expected), else `max_output_tokens` (the request's limit: the worst case),
@@ -95,6 +99,7 @@ def estimate_request(
             add_generation_prompt=add_generation_prompt,
             template_kwargs=template_kwargs,
             max_chars=max_chars,
+            deadline=deadline,
             breakdown=False,
         )
         n_input, exact, method = (

@@ -20,12 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.bpe.deadline import Deadline
 from service.errors import LimitExceededError, TemplateError
 from service.models import estimate_rule, harmony, jinja_chat
 from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
 
+DEFAULT_SECONDS = 10.0  # without a deadline of the caller's
+BREAKDOWN_CHARS = 4 * 1024 * 1024  # rendered for one breakdown, beside the whole conversation
+BREAKDOWN = "characters rendered for a per-message breakdown (`breakdown: false`: one rendering)"
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], tuple[str, list[int]]]
 
 
@@ -58,31 +62,34 @@ def count_chat(
     add_generation_prompt: bool = True,
     template_kwargs: dict[str, Any] | None = None,
     max_chars: int = 32 * 1024 * 1024,
-    max_seconds: float = 10.0,
+    deadline: Deadline | None = None,
     breakdown: bool = True,
 ) -> ChatCount:
-    """`max_chars` bounds each rendering, `max_seconds` all of them (the breakdown renders every
-    prefix of the conversation): beyond either, LimitExceededError."""
+    """`max_chars` bounds each rendering, BREAKDOWN_CHARS what a breakdown renders beside the
+    whole (a template renders every prefix of the conversation again, about (n + 1) / 2 times the
+    whole; harmony counts each turn once, and its preamble again at each system or developer
+    message); `deadline` bounds the time of all and stops them when asked: beyond any,
+    LimitExceededError (or WorkStoppedError)."""
     chat = model.profile.chat
+    deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
-        return _estimate(chat, tok, messages, tools, add_generation_prompt)
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars, max_seconds)
+        return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline)
     text, ids = render(messages, tools, add_generation_prompt)
     total = len(ids)
+    prefixes = len(text) * (len(messages) + 1) // 2  # what a template renders for a breakdown
+    if breakdown and isinstance(chat, JinjaChat) and prefixes > BREAKDOWN_CHARS:
+        raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, prefixes)
     sha = (
         hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
     )
     method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
     if not breakdown:  # the total only: one rendering
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
-    counts: list[int | None] = []  # tokens of messages[:k] rendered, k = 0..n (None: refused)
-    for k in range(len(messages) + 1):
-        try:
-            counts.append(len(render(messages[:k], tools, False)[1]))
-        except TemplateError:
-            if k == len(messages):
-                raise
-            counts.append(None)
+    if isinstance(chat, HarmonyChat):
+        counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
+    else:
+        counts = _template_prefixes(render, messages, tools)
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
@@ -110,21 +117,63 @@ def count_chat(
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
+def _template_prefixes(render: Render, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None) -> list[int | None]:  # fmt: skip
+    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix)."""
+    counts: list[int | None] = []
+    for k in range(len(messages) + 1):
+        try:
+            counts.append(len(render(messages[:k], tools, False)[1]))
+        except TemplateError:
+            if k == len(messages):
+                raise
+            counts.append(None)
+    return counts
+
+
+def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
+                      tools: list[dict[str, Any]] | None,
+                      deadline: Deadline) -> list[int | None]:  # fmt: skip
+    """What `_template_prefixes` gives, in one pass: a prefix's rendering is its preamble, then
+    its turns, which are the conversation's first turns (`harmony.turns`); the segments are
+    encoded apart (special tokens between them), so counts add up. The preamble changes only at
+    a system or developer message (its instructions): it is counted again there only, within
+    BREAKDOWN_CHARS for all of them."""
+    tokenizer = tok.tokenizer
+
+    def count(segments: list[tuple[str, bool]]) -> int:
+        deadline.check()
+        return sum(1 if special else len(tokenizer.encode_ordinary(text))
+                   for text, special in segments)  # fmt: skip
+
+    turns = [count(segments) for _, segments in harmony.turns(messages)]
+    counts: list[int | None] = []
+    preamble, rendered, running = 0, 0, 0
+    for k in range(len(messages) + 1):
+        if k == 0 or messages[k - 1]["role"] in ("system", "developer"):
+            segments = harmony.preamble(chat, messages[:k], tools)
+            rendered += sum(len(text) for text, _ in segments)
+            if rendered > BREAKDOWN_CHARS:
+                raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, rendered)
+            preamble = count(segments)
+        counts.append(preamble + running)
+        if k < len(messages):
+            running += turns[k]
+    return counts
+
+
 def _renderer(
     chat: JinjaChat | HarmonyChat,
     tok: LoadedTokenizer,
     kwargs: dict[str, Any],
     max_chars: int,
-    max_seconds: float,
+    deadline: Deadline,
 ) -> Render:
     tokenizer = tok.tokenizer
-    deadline = time.monotonic() + max_seconds
 
     def seconds_left() -> float:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise LimitExceededError("chat counting time (ms)", int(max_seconds * 1000))
-        return left
+        deadline.check()
+        return max(deadline.at - time.monotonic(), 0.001)
 
     if isinstance(chat, JinjaChat):
         specials = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
@@ -164,8 +213,11 @@ def _estimate(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     add_generation_prompt: bool,
+    *,
+    deadline: Deadline,
 ) -> ChatCount:
     def count(text: str) -> int:
+        deadline.check()
         return tok.tokenizer.count(text, disallowed_special=frozenset())
 
     per = [MessageCount(m["role"], estimate_rule.message_tokens(rule, m, count)) for m in messages]

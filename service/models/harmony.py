@@ -13,6 +13,7 @@ returns segments of (text, is_special) so the caller encodes each correctly.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from service.errors import ChatInputError
@@ -28,6 +29,19 @@ def render(
     tools: list[dict[str, Any]] | None,
     add_generation_prompt: bool,
 ) -> Segments:
+    out = preamble(fmt, messages, tools)
+    for _, segments in turns(messages):
+        out += segments
+    if add_generation_prompt:
+        out += [("<|start|>", True), ("assistant", False)]
+    return out
+
+
+def preamble(
+    fmt: HarmonyChat, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> Segments:
+    """The system message and the developer message (the instructions of every system and
+    developer message, and the tools): what comes before the turns."""
     out: Segments = []
     system = (
         f"{fmt.model_identity}\nKnowledge cutoff: {fmt.knowledge_cutoff}\n\n"
@@ -47,13 +61,21 @@ def render(
         developer += ("\n\n" if developer else "") + _tools_text(tools)
     if developer:
         _message(out, "developer", developer)
+    return out
+
+
+def turns(messages: list[dict[str, Any]]) -> Iterator[tuple[int, Segments]]:
+    """Each message's own segments, by index (none for system and developer messages, which are
+    in the preamble). A turn depends on the messages before it only (a tool's name), so the
+    turns of a prefix of the conversation are a prefix of its turns."""
     names: dict[str, str] = {}  # tool_call_id -> function name
     last_call = ""
     for i, m in enumerate(messages):
+        out: Segments = []
         role = m["role"]
         if role in ("system", "developer"):
-            continue
-        if role == "user":
+            pass
+        elif role == "user":
             _message(out, "user", message_text(m))
         elif role == "assistant":
             if text := message_text(m):
@@ -74,9 +96,7 @@ def render(
                 raise ChatInputError(i, "tool_call_id", "names no earlier tool call")
             author = f"functions.{name} to=assistant"
             _message(out, author, message_text(m), channel="commentary")
-    if add_generation_prompt:
-        out += [("<|start|>", True), ("assistant", False)]
-    return out
+        yield i, out
 
 
 def _message(out: Segments, header: str, text: str, channel: str | None = None) -> None:

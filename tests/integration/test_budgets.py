@@ -8,9 +8,11 @@ import base64
 import contextlib
 import json
 import os
+import random
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -244,8 +246,114 @@ def test_large_requests_beyond_the_per_worker_limit_get_503_at_once(limited: Ser
                       headers={"content-type": "application/json"}).status_code == 200  # fmt: skip
 
 
+def large_head(path: str, size: int) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+
+
+def answer_of(sock: socket.socket) -> bytes:
+    """The whole response on `sock` (the head and a problem body), until it is closed."""
+    answer = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):
+            answer += chunk
+            if answer.startswith(b"HTTP/1.1 200") or b"}" in answer:
+                break
+    sock.close()
+    return answer
+
+
+def chunked_post(port: int, path: str, body: bytes) -> bytes:
+    """POST `body` with chunked transfer encoding (no Content-Length), in 64 KB chunks."""
+    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()  # fmt: skip
+    sock = raw_request(port, head)
+    with contextlib.suppress(OSError):  # refused early: the server may stop reading
+        for i in range(0, len(body), 65536):
+            part = body[i : i + 65536]
+            sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+        sock.sendall(b"0\r\n\r\n")
+    return answer_of(sock)
+
+
+def test_the_large_request_budget_covers_every_route(limited: Server) -> None:
+    """One large `/count` in flight holds the worker's only large slot: large requests on other
+    routes are refused too (issue 23, high 1: the cap was per route); a chunked body is counted as
+    it is read (issue 23, low): a small one is admitted, a large one refused."""
+    size = 3_000_000
+    first = raw_request(limited.port, large_head(f"{T}/count", size), b'{"text": "')
+    try:
+        time.sleep(0.3)  # the first request holds the slot before the others arrive
+        for verb in ("encode", "truncate", "chunk", "decode"):
+            answer = answer_of(raw_request(limited.port, large_head(f"{T}/{verb}", size)))
+            assert answer.startswith(b"HTTP/1.1 503"), (verb, answer[:200])
+            assert b"too-many-large-requests" in answer
+        model = chunked_post(
+            limited.port,
+            "/v1/models/gpt-4o/count",
+            json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
+        )
+        assert model.startswith(b"HTTP/1.1 200"), model[:300]  # fmt: skip
+        big = chunked_post(limited.port, f"{T}/encode",
+                           json.dumps({"text": "a" * size}).encode())  # fmt: skip
+        assert big.startswith(b"HTTP/1.1 503") and b"too-many-large-requests" in big, big[:300]
+        first.sendall(b"a" * (size - 12) + b'"}')
+        assert read_until_closed_or_response(first).startswith(b"HTTP/1.1 200")
+    finally:
+        first.close()
+    big = chunked_post(limited.port, f"{T}/encode", json.dumps({"text": "a" * size}).encode())
+    assert big.startswith(b"HTTP/1.1 200"), big[:300]  # the slot is free again
+
+
 def read_until_closed_or_response(sock: socket.socket) -> bytes:
     data = b""
     while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
         data += chunk
     return data
+
+
+def test_encode_pieces_and_offsets_are_refused_before_they_are_built(limited: Server) -> None:
+    """Pieces and offsets of 220,000 tokens are ~4.6 MB of JSON (over the 4 MiB output limit
+    here): 413 before they are built (issue 23, high 3); either alone, or the ids, are served."""
+    text = "".join(f" w{i % 977}" for i in range(110_000))  # 540 KB, 220,000 tokens
+    for extras in (
+        {"pieces": True},
+        {"offsets": "utf16"},
+        {"pieces": True, "offsets": "codepoints"},
+    ):
+        r = httpx.post(f"{limited.base}{T}/encode", json={"text": text, **extras}, timeout=60)
+        if extras.keys() == {"pieces", "offsets"}:
+            assert r.status_code == 413, r.text[:200]
+            doc = r.json()
+            assert doc["type"] == "/problems/limit-exceeded" and doc["limit"] == 4 * 1024 * 1024
+        else:  # one of them alone fits: the estimate does not refuse what it need not
+            assert r.status_code == 200, r.text[:200]
+    r = httpx.post(f"{limited.base}{T}/encode", json={"text": text}, timeout=60)
+    assert r.status_code == 200 and len(r.json()["ids"]) > 100_000
+    small = httpx.post(
+        f"{limited.base}{T}/encode",
+        timeout=10,
+        json={"texts": ["hello world"], "pieces": True, "offsets": "codepoints"},
+    )
+    assert small.json()["results"][0]["pieces"] == ["hello", " world"]  # fmt: skip
+    assert serves(limited)
+
+
+def test_playground_training_is_one_at_a_time_and_has_a_deadline(limited: Server) -> None:
+    """20 KB without pre-tokenization, 512 merges: tens of seconds of CPU on this machine (issue 23,
+    medium: 12 at once saturated a worker for 105 s). A second one meanwhile gets 503; the first
+    stops at its 5 s deadline with 413; the worker serves throughout."""
+    rng = random.Random(0)
+    text = "".join(rng.choice("abcdefgh ") for _ in range(20_000))
+    body = {"text": text, "merges": 512, "pattern": "none", "min_frequency": 1}
+    url = f"{limited.base}/v1/playground/train"
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(httpx.post, url, json=body, timeout=120)
+        time.sleep(0.5)  # the first one trains
+        second = httpx.post(url, json=body, timeout=120)
+        assert serves(limited)
+        answer = first.result()
+    assert second.status_code == 503 and second.json()["type"] == "/problems/too-many-trainings"
+    assert answer.status_code == 413 and answer.json()["type"] == "/problems/limit-exceeded"
+    small = httpx.post(url, json={"text": "low lower lowest", "merges": 3}, timeout=30)
+    assert small.status_code == 200 and len(small.json()["merges"]) == 3  # the slot is free

@@ -30,3 +30,29 @@ def test_small_requests_are_answered_while_a_large_one_is_encoded() -> None:
     assert answered == [200] * 20
     assert response.status_code == 200 and response.json()["count"] > 1_000_000
     assert not big_done_before_small  # the 20 small requests did not wait for the large one
+
+
+def test_probes_are_answered_while_a_small_but_expensive_conversation_is_counted() -> None:
+    """500 one-character messages are a 17 KB body but their per-message breakdown renders the
+    template ~250 times over (issue 23, high 4: the size test counted message text only, so this
+    ran on the event loop and `/healthz` waited for it). The cost is estimated from the whole
+    body now, and the work runs in a thread."""
+    server = start_server(1)
+    body = {"messages": [{"role": "user", "content": "x"}] * 500}
+    url = f"{server.base}/v1/models/qwen2.5/count"
+    try:
+        with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=10) as small:
+            big = pool.submit(httpx.post, url, json=body, timeout=120)
+            time.sleep(0.2)  # the body is in; the rendering starts
+            answered = [small.get("/healthz").status_code for _ in range(10)]
+            big_done_before_small = big.done()
+            response = big.result()
+    finally:
+        stop_server(server)
+    assert answered == [200] * 10
+    assert response.status_code == 200, response.text[:300]
+    counted = response.json()
+    assert len(counted["messages"]) == 500
+    parts = sum(m["tokens"] for m in counted["messages"]) + sum(counted["overhead"].values())
+    assert parts == counted["input_tokens"]
+    assert not big_done_before_small  # the probes did not wait for the conversation

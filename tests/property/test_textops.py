@@ -3,10 +3,13 @@ fall between characters; chunks cover the text (overlaps aside)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.bpe.deadline import Deadline
 from service.bpe.textops import chunk, truncate
+from service.errors import InputError, LimitExceededError, WorkStoppedError
 from service.store.registry import Registry
 
 PIECES = st.sampled_from(["你好", "🎉", "👩\u200d💻", " the", "\n", "<|endoftext|>", "  "])
@@ -52,3 +55,55 @@ def test_chunk(registry: Registry, text: str, max_tokens: int, overlap: int, nam
         rebuilt = rebuilt[: c.start] + c.text
     assert rebuilt == text
     assert [c.start for c in chunks] == sorted({c.start for c in chunks})  # strict progress
+
+
+def _fits_up_to(counts: list[int], limit: int) -> int:
+    """Brute force: the largest k such that every prefix count[0..k] fits."""
+    k = 0
+    while k + 1 < len(counts) and counts[k + 1] <= limit:
+        k += 1
+    return k
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=TEXTS, max_tokens=st.integers(1, 12), overlap=st.integers(0, 3),
+       name=st.sampled_from(["cl100k_base", "o200k_base", "qwen3"]))  # fmt: skip
+def test_against_a_brute_force_reference(registry: Registry, text: str, max_tokens: int,
+                                         overlap: int, name: str) -> None:  # fmt: skip
+    """Every cut is at least as long as the brute force's (every prefix up to it counted), and
+    one more character does not fit (issue 23, high 5: one encode and a walk, not a search of
+    counts from scratch; the answer is still exact)."""
+    tok = registry.resolve(name).tokenizer
+
+    def count(s: str) -> int:
+        return tok.count(s, disallowed_special=frozenset())
+
+    prefixes = [count(text[:k]) for k in range(len(text) + 1)]
+    cut = truncate(tok, text, max_tokens)
+    assert cut.end >= _fits_up_to(prefixes, max_tokens) and cut.count == prefixes[cut.end]
+    suffixes = [count(text[len(text) - k :]) for k in range(len(text) + 1)]
+    cut = truncate(tok, text, max_tokens, "end")
+    assert len(cut.text) >= _fits_up_to(suffixes, max_tokens)
+    assert cut.count == suffixes[len(cut.text)]
+    overlap = min(overlap, max_tokens - 1)
+    try:
+        chunks = chunk(tok, text, max_tokens, overlap)
+    except InputError:  # a character needs more than max_tokens tokens: brute force agrees
+        assert any(count(ch) > max_tokens for ch in text)
+        return
+    for c in chunks:
+        rest = [count(text[c.start : c.start + k]) for k in range(len(text) - c.start + 1)]
+        assert c.end - c.start >= _fits_up_to(rest, max_tokens) and c.count == rest[c.end - c.start]
+        assert c.end == len(text) or rest[c.end - c.start + 1] > max_tokens
+
+
+def test_work_stops_at_its_deadline_or_when_stopped(registry: Registry) -> None:
+    tok = registry.resolve("cl100k_base").tokenizer
+    text = "word " * 2000
+    stopped = Deadline()
+    stopped.stop()
+    with pytest.raises(WorkStoppedError):
+        chunk(tok, text, 1, deadline=stopped)
+    with pytest.raises(LimitExceededError):
+        truncate(tok, text, 5, deadline=Deadline(0))
+    assert len(chunk(tok, text, 1, deadline=Deadline())) == tok.count(text)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
+from service.api import traits
 from service.api.app import create_app
 from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import Registry
@@ -238,3 +239,18 @@ def test_readyz_says_which_engine_serves_and_warns_without_the_native_one(
     body = client.get("/readyz").json()
     assert body["status"] == "ready" and body["engine"] == "python"
     assert "native engine is NOT built" in body["warnings"][0]
+
+
+def test_every_route_that_reads_a_body_declares_its_budget(client: TestClient[Any]) -> None:
+    """The request budget reads routes' traits, not paths (issue 23): a route with a body is
+    either counted against the worker's large-request slots or is a stream with its own."""
+    with_body = [h for h in client.app.route_handler_method_map.values() for h in h.values()
+                 if "data" in h.parsed_fn_signature.parameters]  # fmt: skip
+    assert len(with_body) > 10
+    for handler in with_body:
+        assert traits.has(handler, traits.LARGE_BODY) != traits.has(handler, traits.STREAMING), (
+            handler.paths
+        )
+    handlers = client.app.route_handler_method_map
+    assert all(traits.has(handlers[p]["GET"], traits.AUTH_EXEMPT) for p in ("/healthz", "/readyz"))
+    assert not traits.has(handlers["/v1/tokenizers"]["GET"], traits.AUTH_EXEMPT)

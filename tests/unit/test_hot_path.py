@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from litestar import Litestar
+from litestar.testing import TestClient
 
 from service.api import metrics
 from service.api.app import create_app
@@ -109,6 +110,8 @@ ERRORS = [
     ("count", "gpt2", b'{"text": "a", "texts": ["b"]}'),
     ("count", "gpt2", b'{"texts": ["a", "b", "c", "d", "e"]}'),  # 5 items, the limit is 4
     ("count", "nope", b'{"text": "a"}'),
+]
+WORK_ERRORS = [  # raised by the work itself
     ("encode", "gpt2", f'{{"text": "a{EOT}"}}'.encode()),
     ("encode", "gpt2", b'{"text": "a", "allowed_special": ["<|x|>"]}'),
     ("encode", "gpt2", b'{"texts": ["ok", "' + EOT.encode() + b'"], "pieces": true}'),
@@ -123,6 +126,35 @@ def test_anything_else_reaches_the_full_path_with_the_body_sent(
     sent, full = call(app, op, ref, [request(body)], len(body))
     assert sent == [] and full.received == [[request(body)]]
     assert tokens("gpt2@1", op) == before  # the full path records what it answers, once
+
+
+@pytest.mark.parametrize("case", WORK_ERRORS)
+def test_an_error_of_the_work_is_answered_once_as_the_full_path_would(
+    app: Litestar, registry: Registry, case: tuple[str, str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The work is not done twice (issue 23, low: the full path encoded everything again), and
+    the answer is the full path's, compared with the app without the hot path."""
+    op, ref, body = case
+    tok = registry.resolve(ref).tokenizer
+    texts: list[str] = []
+    encode = tok.encode
+
+    def counted(text: str, **kwargs: Any) -> list[int]:
+        texts.append(text)
+        return encode(text, **kwargs)
+
+    monkeypatch.setattr(tok, "encode", counted)
+    sent, full = call(app, op, ref, [request(body)], len(body))
+    assert full.received == [] and len(texts) == len(set(texts))  # each text encoded once
+    full_path = create_app(Settings(max_batch_items=4, max_body_bytes=1024), registry,
+                           hot_path=False)  # fmt: skip
+    with TestClient(full_path) as client:
+        expected = client.post(f"/v1/tokenizers/{ref}/{op}", content=body,
+                               headers={"content-type": "application/json"})  # fmt: skip
+    assert sent[0]["status"] == expected.status_code == 422
+    assert msgspec.json.decode(sent[1]["body"]) == expected.json()
+    assert dict(sent[0]["headers"])[b"content-type"].decode() == expected.headers["content-type"]
 
 
 def test_before_the_store_has_loaded_the_full_path_answers() -> None:

@@ -18,6 +18,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException
 
 from service.api import lifecycle, problems, store_state
 from service.api.dependencies import WorkerDep
+from service.api.traits import AUTH_EXEMPT
 from service.api.wire.info import ReloadResponse
 from service.errors import ReloadInconsistentError, ReloadRefusedError, ReloadUnavailableError
 
@@ -25,7 +26,7 @@ from service.errors import ReloadInconsistentError, ReloadRefusedError, ReloadUn
 @post(
     "/admin/reload",
     status_code=202,
-    opt={"operation": "admin"},
+    opt={"operation": "admin", AUTH_EXEMPT: True},  # its own token
     tags=["admin"],
     summary="Reload the store",
     description="Off (404) unless `TOKSVC_ADMIN_TOKEN` is set; "

@@ -41,7 +41,7 @@ async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
         special = tokenizer.tokenizer.skipped_ids
         batch = [[i for i in ids if i not in special] for ids in batch]
     work = partial(_decode_all, tokenizer.tokenizer, batch, data, worker.settings)
-    results = await run_work(n_ids * 4, work)
+    results = await run_work(n_ids * 4, lambda _: work())
     metrics.record(tokenizer.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
         return DecodeResponse(tokenizer=ref_of(tokenizer), text=results[0].text,
@@ -81,7 +81,7 @@ async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
         return text, assembler.state(), assembler.stopped
 
     n_ids = len(data.ids) + len(data.prompt_ids or ())
-    text, decoder_state, stop = await run_work(n_ids * 4, step)
+    text, decoder_state, stop = await run_work(n_ids * 4, lambda _: step())
     metrics.record(tokenizer.ref, "decode_stream", len(data.ids), [text])
     return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer),
                               stopped=stop is not None, stop=stop)  # fmt: skip

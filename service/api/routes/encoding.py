@@ -7,13 +7,13 @@ per-request machinery and hands everything else to these handlers."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from litestar.params import JSONBody
 
 from service.api import metrics
-from service.api.budget import run_work
-from service.api.dependencies import TokenizerDep
+from service.api.budget import check_output, run_work
+from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
 from service.api.wire import pieces as token_pieces
@@ -24,38 +24,62 @@ from service.api.wire.tokens import (
     EncodeRequest,
     EncodeResponse,
     EncodeResult,
+    PieceBytes,
     SpecialList,
     TextsRequest,
 )
 from service.bpe import SpecialSet
+from service.settings import Settings
 from service.store.registry import LoadedTokenizer
+
+R = TypeVar("R")
+PIECES_COST = 4  # work per character with pieces or offsets, against plain encoding
 
 
 def special_set(value: SpecialList) -> SpecialSet:
     return "all" if value == "all" else frozenset(value)
 
 
-async def _per_text(data: TextsRequest, apply: Callable[..., Any]) -> tuple[list[str], list[Any]]:
+async def _per_text(data: TextsRequest, apply: Callable[..., Any], then: Callable[[list[Any]], R],
+                    cost: int = 1) -> tuple[list[str], R]:  # fmt: skip
     """Apply `encode` or `count` (bound to a tokenizer) to each text of the request, with its
-    special-token policy."""
+    special-token policy, then `then` to the results, in the same work (`cost`: its size per
+    character of text, for `run_work`)."""
     exactly_one(data.text, data.texts, "`text` or `texts`")
     texts = [data.text] if data.text is not None else data.texts or []
     allowed, disallowed = special_set(data.allowed_special), special_set(data.disallowed_special)
 
-    def work() -> list[Any]:
-        return [apply(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
+    def work() -> R:
+        return then([apply(x, allowed_special=allowed, disallowed_special=disallowed)
+                     for x in texts])  # fmt: skip
 
-    return texts, await run_work(sum(map(len, texts)), work)
+    return texts, await run_work(sum(map(len, texts)) * cost, lambda _: work())
 
 
-async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResponse:
+Extras = tuple[list[str | PieceBytes] | None, list[tuple[int, int]] | None]
+
+
+async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest,
+                  settings: Settings) -> EncodeResponse:  # fmt: skip
     """What encode answers for `data`: the route's handler and its hot path (`routes.hot_path`)
-    both answer with this. The metrics are recorded last, once the answer is built: a request that
-    fails has recorded nothing."""
-    texts, results = await _per_text(data, tokenizer.tokenizer.encode)
-    extras = [
-        token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
-    ]
+    both answer with this. Pieces and offsets are built in the work that encodes, once their size
+    is known to fit TOKSVC_MAX_OUTPUT_BYTES (`wire.pieces`). The metrics are recorded last, once
+    the answer is built: a request that fails has recorded nothing."""
+    tok = tokenizer.tokenizer
+    wanted = data.pieces or data.offsets != "none"
+
+    def with_extras(results: list[list[int]]) -> tuple[list[list[int]], list[Extras]]:
+        if not wanted:
+            return results, [(None, None)] * len(results)
+        texts = [data.text] if data.text is not None else data.texts or []
+        size = sum(token_pieces.wire_size(tok, ids, data.pieces, data.offsets, len(text))
+                   for ids, text in zip(results, texts, strict=True))  # fmt: skip
+        check_output(settings, size, "bytes of pieces and offsets per request")
+        return results, [token_pieces.extras(tok, ids, data.pieces, data.offsets)
+                         for ids in results]  # fmt: skip
+
+    texts, (results, extras) = await _per_text(data, tok.encode, with_extras,
+                                               cost=PIECES_COST if wanted else 1)  # fmt: skip
     if data.text is not None:
         answer = EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0],
                                 count=len(results[0]), pieces=extras[0][0],
@@ -68,9 +92,10 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResp
     return answer
 
 
-async def counted(tokenizer: LoadedTokenizer, data: CountRequest) -> CountResponse:
+async def counted(tokenizer: LoadedTokenizer, data: CountRequest,
+                  settings: Settings) -> CountResponse:  # fmt: skip
     """What count answers for `data` (shared as `encoded` is)."""
-    texts, counts = await _per_text(data, tokenizer.tokenizer.count)
+    texts, counts = await _per_text(data, tokenizer.tokenizer.count, lambda counts: counts)
     total = sum(counts)
     if data.text is not None:
         answer = CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])
@@ -83,20 +108,22 @@ async def counted(tokenizer: LoadedTokenizer, data: CountRequest) -> CountRespon
 @json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
            summary="Encode text to token ids",
            returns="the ids, and the vocabulary that produced them")  # fmt: skip
-async def encode(tokenizer: TokenizerDep, data: JSONBody[EncodeRequest]) -> EncodeResponse:
+async def encode(tokenizer: TokenizerDep, worker: WorkerDep,
+                 data: JSONBody[EncodeRequest]) -> EncodeResponse:  # fmt: skip
     """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
     special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
     special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
-    return await encoded(tokenizer, data)
+    return await encoded(tokenizer, data, worker.settings)
 
 
 @json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
            summary="Count the tokens of text",
            returns="the counts, and the vocabulary that counted")  # fmt: skip
-async def count(tokenizer: TokenizerDep, data: JSONBody[CountRequest]) -> CountResponse:
+async def count(tokenizer: TokenizerDep, worker: WorkerDep,
+                data: JSONBody[CountRequest]) -> CountResponse:  # fmt: skip
     """The number of ids encode would return, with the same special-token policy: `text` gives
     `count`; `texts` gives `counts`, one per text, and their `total`."""
-    return await counted(tokenizer, data)
+    return await counted(tokenizer, data, worker.settings)
 
 
 ROUTES = [encode, count]

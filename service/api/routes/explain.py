@@ -10,7 +10,8 @@ import anyio.to_thread
 from litestar.params import JSONBody
 
 from service.api import metrics
-from service.api.dependencies import TokenizerDep
+from service.api.budget import run_work
+from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
 from service.api.wire.explain import (
@@ -25,12 +26,14 @@ from service.api.wire.explain import (
 )
 from service.api.wire.tokens import TokenizerRef
 from service.bpe import Rule, Vocabulary, train
+from service.bpe.deadline import Deadline
 from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, LimitExceededError
 from service.store.presets import PATTERNS
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
+MAX_TRAIN_SECONDS = 5.0  # a playground training's CPU time (a demo; the CLI trains for real)
 MAX_TRAIN_MERGES = 512
 
 
@@ -114,10 +117,11 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
 @json_post("/v1/playground/train", name="train", tag="explain",
            summary="Train a small vocabulary",
            returns="the learned merges and their tokens",
-           problems=(400, 408, 413, 422))  # fmt: skip
-async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
+           problems=(400, 408, 413, 422, 503))  # fmt: skip
+async def train_small(worker: WorkerDep, data: JSONBody[TrainRequest]) -> TrainResponse:
     """Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 merges, for the
-    playground's stepper. Served with the playground (off with TOKSVC_PLAYGROUND=0)."""
+    playground's stepper, one at a time per worker (503 `too-many-trainings` meanwhile), within
+    5 s of work (413 past it). Served with the playground (off with TOKSVC_PLAYGROUND=0)."""
     size = len(data.text.encode("utf-8", "surrogatepass"))
     if size > MAX_TRAIN_BYTES:
         raise LimitExceededError("bytes of training text", MAX_TRAIN_BYTES, size)
@@ -125,14 +129,19 @@ async def train_small(data: JSONBody[TrainRequest]) -> TrainResponse:
         raise LimitExceededError("merges to train", MAX_TRAIN_MERGES, data.merges)
     if data.merges < 1 or data.min_frequency < 1:
         raise ConfigError("merges and min_frequency must be at least 1")
-    model = await in_thread(
-        lambda: train(
-            [data.text],
-            256 + data.merges,
-            pattern_of(data.pattern),
-            min_frequency=data.min_frequency,
-        )
-    )
+    release = worker.trainings.acquire()
+    seconds = Deadline(MAX_TRAIN_SECONDS)
+
+    def check(deadline: Deadline) -> None:  # after each merge
+        deadline.check()  # the request's: stopped when the client goes or the worker stops
+        seconds.check()
+
+    try:  # the work grows with the text and the merges
+        model = await run_work(size * data.merges, lambda deadline: train(
+            [data.text], 256 + data.merges, pattern_of(data.pattern),
+            min_frequency=data.min_frequency, progress=lambda *_: check(deadline)))  # fmt: skip
+    finally:
+        release()
     learned = Vocabulary.build("pairs", model.merges).tokens[256:]
     return TrainResponse(
         merges=[list(m) for m in model.merges],

@@ -9,11 +9,13 @@ checks (`bodies.decode_body`), resolves the tokenizer and answers with what the 
 DTO, signature model and dependency chain cost more than the rest of the request outside the
 engine (docs/performance.md).
 
-Anything but plain success goes to the full path, with the body already read replayed: a body
-that does not decode or breaks a rule, an unknown tokenizer, a store not loaded, a limit, a
-special-token refusal. The handler then produces the answer, so every error (its status, its
-problem document) is the one the documented operation gives. The one answer made here is the
-timeout of a body that trickles in (the time is spent), mapped by `service.api.problems`.
+Anything but plain success before the work goes to the full path, with the body already read
+replayed: a body that does not decode or breaks a rule, an unknown tokenizer, a store not loaded.
+The handler then produces the answer, so every error (its status, its problem document) is the one
+the documented operation gives. Two answers are made here, by `service.api.problems` as the
+handler's would be: the timeout of a body that trickles in (the time is spent), and a typed error
+of the work itself (a special-token refusal, an output limit), which the full path would only
+meet again after doing the same work.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from service.api.routes import encoding
 from service.api.wire.bodies import decode_body, decoder_of
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
-from service.errors import RequestTimeoutError
+from service.errors import RequestTimeoutError, ToksvcError
+from service.settings import Settings
 from service.store.registry import LoadedTokenizer
 
-Answer = Callable[[LoadedTokenizer, Any], Awaitable[ResponseBody]]
+Answer = Callable[[LoadedTokenizer, Any, Settings], Awaitable[ResponseBody]]
 ANSWERS: dict[Any, Answer] = {EncodeRequest: encoding.encoded, CountRequest: encoding.counted}
 _JSON = (b"content-type", b"application/json")
 _encode = msgspec.json.Encoder().encode
@@ -135,11 +138,17 @@ class HotPath:
             try:
                 data = decode_body(plan.decoder, body, worker.settings)
                 tokenizer = worker.serving().tokenizer_for(scope["path_params"]["ref"])
-                answer = await plan.answer(tokenizer, data)
             except Exception:  # whatever it is, the full path answers it
                 pass
             else:
-                return await _send_json(send, _encode(answer))
+                try:
+                    answer = await plan.answer(tokenizer, data, worker.settings)
+                except ToksvcError as error:  # the work is done: not again, the same problem
+                    return await problems.send_raw(send, problems.for_error(error))
+                except Exception:  # not ours: the full path answers it
+                    pass
+                else:
+                    return await _send_json(send, _encode(answer))
         await self.app(scope, _replay(received, receive), send)
 
     def _plan(self, handler: Any) -> _Plan | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from litestar.params import FromPath, JSONBody
 
@@ -52,6 +53,36 @@ def info_of(registry: Registry, m: LoadedModel) -> ModelInfo:
     )  # fmt: skip
 
 
+PER_ITEM = 256  # the work of a message or tool beside its bytes: a template's loop step, its tags
+
+
+def work_size(messages: list[Any], tools: list[Any] | None, kwargs: dict[str, Any] | None,
+              breakdown: bool) -> int:  # fmt: skip
+    """The work a conversation costs, in bytes of text (for `run_work`): its whole size (every
+    field of every message and tool, not the text alone) and a step per message and tool; a
+    per-message breakdown renders every prefix, about (n + 1) / 2 times the whole."""
+    items = len(messages) + len(tools or [])
+    size = _size([messages, tools, kwargs]) + PER_ITEM * items
+    return size * (len(messages) + 1) // 2 if breakdown else size
+
+
+def _size(value: Any) -> int:
+    """The JSON size of a decoded body, about: its strings and keys and 2 bytes per value,
+    walked without recursion (bodies may nest deeply)."""
+    size, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        size += 2
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            size += sum(len(k) for k in item if isinstance(k, str))
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return size
+
+
 def model_ref(m: LoadedModel) -> ModelRef:
     return ModelRef(name=m.name, version=m.version, sha256=m.sha256)
 
@@ -82,12 +113,12 @@ async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[s
     for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
     published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
     `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
-    size = sum(len(str(m)) for m in data.messages)
-    counted = await run_work(size, lambda: billing.count_conversation(
+    size = work_size(data.messages, data.tools, data.chat_template_kwargs, data.breakdown)
+    counted = await run_work(size, lambda deadline: billing.count_conversation(
         registry, model, data.messages, data.tools, breakdown=data.breakdown,
         add_generation_prompt=data.add_generation_prompt,
         template_kwargs=data.chat_template_kwargs,
-        max_chars=worker.settings.max_body_bytes * 4))  # fmt: skip
+        max_chars=worker.settings.max_body_bytes * 4, deadline=deadline))  # fmt: skip
     c = counted.count
     return ChatCountResponse(
         input_tokens=c.input_tokens, tools_tokens=c.tools_tokens, overhead=c.overhead,
@@ -113,13 +144,14 @@ async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str
     what is left of the context window."""
     limit = next((n for n in (data.max_output_tokens, data.max_completion_tokens, data.max_tokens)
                   if n is not None), None)  # fmt: skip
-    size = len(data.text or "") + sum(len(str(m)) for m in data.messages or [])
-    est = await run_work(size, lambda: billing.estimate_request(
+    size = len(data.text or "") + work_size(data.messages or [], data.tools,
+                                            data.chat_template_kwargs, breakdown=False)  # fmt: skip
+    est = await run_work(size, lambda deadline: billing.estimate_request(
         registry, model, messages=data.messages, tools=data.tools, text=data.text,
         add_generation_prompt=data.add_generation_prompt, template_kwargs=data.chat_template_kwargs,
         max_output_tokens=limit, output_tokens=data.output_tokens,
         cached_input_tokens=data.cached_input_tokens,
-        max_chars=worker.settings.max_body_bytes * 4))  # fmt: skip
+        max_chars=worker.settings.max_body_bytes * 4, deadline=deadline))  # fmt: skip
     e = est.estimate
     return EstimateResponse(
         input_tokens=e.input_tokens, cached_input_tokens=e.cached_input_tokens,

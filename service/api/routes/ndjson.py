@@ -29,6 +29,7 @@ from service.api import problems
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import DocumentedOperation
 from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
+from service.api.traits import STREAMING
 from service.api.wire.lines import LineDecoder
 from service.api.wire.tokens import ErrorsMode
 
@@ -44,7 +45,7 @@ _START: HTTPResponseStartEvent = {
     "/v1/tokenizers/{ref:str}/decode/stream",
     status_code=200,
     media_type=NDJSON,
-    opt={"operation": "decode_stream"},
+    opt={"operation": "decode_stream", STREAMING: True},
     responses=problems.documented(400, 404, 413, 422, 503),
     tags=["streaming"],
     summary="Streaming decode over NDJSON",
@@ -70,7 +71,8 @@ async def decode_stream(
     session = StreamSession(worker, tokenizer, "ndjson", errors=errors, usage=usage, model=model)
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
-        await session.run(NdjsonTransport(receive, send, worker.settings.max_body_bytes))
+        max_line = worker.settings.stream_message_bytes()
+        await session.run(NdjsonTransport(receive, send, max_line))
 
     return stream
 

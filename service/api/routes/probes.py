@@ -5,20 +5,21 @@ from __future__ import annotations
 from service.api import lifecycle, store_state
 from service.api.dependencies import WorkerDep
 from service.api.openapi import json_get
+from service.api.traits import AUTH_EXEMPT
 from service.api.wire.info import HealthResponse
 from service.errors import NotReadyError
 from service.runtime import native_missing_warning
 
 
 @json_get("/healthz", name="health", tag="probes", summary="Liveness", returns="alive",
-          problems=())  # fmt: skip
+          problems=(), traits=(AUTH_EXEMPT,))  # fmt: skip
 def healthz() -> HealthResponse:
     """200 while the process runs, even while the store loads."""
     return HealthResponse(status="ok")
 
 
 @json_get("/readyz", name="health", tag="probes", summary="Readiness",
-          returns="ready to serve")  # fmt: skip
+          returns="ready to serve", traits=(AUTH_EXEMPT,))  # fmt: skip
 def readyz(worker: WorkerDep) -> HealthResponse:
     """200 once the store is loaded and this worker serves (with a warning while the workers serve
     different store states); 503 (problem, with `Retry-After` and the files that failed) before

@@ -8,12 +8,12 @@ same count here as from `/v1/models/{model}/count`.
 
 from __future__ import annotations
 
-import msgspec
 from litestar.params import JSONBody
 
 from service.api.budget import check_output, run_work
 from service.api.dependencies import RegistryDep, WorkerDep
 from service.api.openapi import json_post
+from service.api.routes.models import work_size
 from service.api.wire.providers import (
     AnthropicCountRequest,
     DetokenizeRequest,
@@ -25,6 +25,7 @@ from service.api.wire.providers import (
     TokenizeResponse,
 )
 from service.bpe import pieces
+from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
 from service.models import billing, providers
 from service.store.registry import Registry
@@ -40,11 +41,12 @@ async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
     thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
     `/v1/models/{model}/count` counts the same conversation."""
 
-    def count() -> int:
+    def count(deadline: Deadline) -> int:
         chat = providers.from_anthropic(data.system, data.messages, data.tools)
-        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes)
+        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
 
-    return InputTokens(input_tokens=await run_work(_size(data), count))
+    size = work_size([data.system, *data.messages], data.tools, None, breakdown=False)
+    return InputTokens(input_tokens=await run_work(size, count))
 
 
 @json_post("/v1/responses/input_tokens", name="responses_input_tokens", tag=TAG,
@@ -57,12 +59,14 @@ async def responses_input_tokens(
     items, function `tools`), counted for `model` as `/v1/models/{model}/count` counts the same
     conversation."""
 
-    def count() -> int:
+    def count(deadline: Deadline) -> int:
         chat = providers.from_responses(data.instructions, data.input, data.tools)
-        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes)
+        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
 
+    items = [data.input] if isinstance(data.input, str) else data.input
+    size = work_size([data.instructions, *items], data.tools, None, breakdown=False)
     return ResponsesInputTokens(
-        object="response.input_tokens", input_tokens=await run_work(_size(data), count)
+        object="response.input_tokens", input_tokens=await run_work(size, count)
     )
 
 
@@ -76,7 +80,7 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
     model = registry.resolve_model(data.model)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
-    def ids() -> list[int]:
+    def ids(deadline: Deadline) -> list[int]:
         if (data.prompt is None) == (data.messages is None):
             raise ChatInputError(None, "prompt", "give exactly one of prompt or messages")
         if data.prompt is not None:
@@ -84,14 +88,16 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
         counted = billing.count_conversation(
             registry, data.model, data.messages or [], data.tools, breakdown=False,
             add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs,
+            template_kwargs=data.chat_template_kwargs, deadline=deadline,
             max_chars=worker.settings.max_body_bytes * 4)  # fmt: skip
         if counted.count.ids is None:
             raise ChatInputError(None, "messages", f"{model.ref} counts by an estimate "
                                  f"({counted.count.method}); it has no token ids")  # fmt: skip
         return counted.count.ids
 
-    tokens = await run_work(_size(data), ids)
+    kwargs = data.chat_template_kwargs
+    size = len(data.prompt or "") + work_size(data.messages or [], data.tools, kwargs, False)
+    tokens = await run_work(size, ids)
     strs = None
     if data.return_token_strs:
         check_output(worker.settings, tok.decoded_size(tokens) * 3)
@@ -110,7 +116,7 @@ async def detokenize(registry: RegistryDep, worker: WorkerDep,
     model = registry.resolve_model(data.model)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
-    def text() -> str:
+    def text(_: Deadline) -> str:
         check_output(worker.settings, tok.decoded_size(data.tokens))
         return tok.decode(data.tokens, "replace")
 
@@ -118,15 +124,11 @@ async def detokenize(registry: RegistryDep, worker: WorkerDep,
 
 
 def _input_tokens(registry: Registry, model: str, chat: providers.Conversation,
-                  max_body_bytes: int) -> int:  # fmt: skip
+                  max_body_bytes: int, deadline: Deadline) -> int:  # fmt: skip
     counted = billing.count_conversation(registry, model, chat.messages, chat.tools,
-                                         breakdown=False, max_chars=max_body_bytes * 4)  # fmt: skip
+                                         breakdown=False, max_chars=max_body_bytes * 4,
+                                         deadline=deadline)  # fmt: skip
     return counted.count.input_tokens
-
-
-def _size(data: msgspec.Struct) -> int:
-    """The work a body asks for, in bytes of its JSON: what decides inline or a thread."""
-    return len(msgspec.json.encode(data))
 
 
 ROUTES = [anthropic_count_tokens, responses_input_tokens, tokenize, detokenize]

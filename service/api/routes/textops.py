@@ -23,7 +23,7 @@ async def truncate(
     code points. Special-token literals count as ordinary text."""
     cut = await run_work(
         len(data.text),
-        lambda: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep),
+        lambda d: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep, d),
     )
     return wire.TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
                             start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
@@ -38,7 +38,7 @@ async def chunk(tokenizer: TokenizerDep, data: JSONBody[wire.ChunkRequest]) -> w
     tokens. Special-token literals count as ordinary text."""
     cuts = await run_work(
         len(data.text),
-        lambda: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap),
+        lambda d: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d),
     )
     return wire.ChunkResponse(
         chunks=[wire.ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],

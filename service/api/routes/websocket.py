@@ -18,13 +18,15 @@ from litestar.params import FromPath, FromQuery
 
 from service.api.dependencies import WorkerDep
 from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
+from service.api.traits import STREAMING
 from service.api.wire.tokens import ErrorsMode
 from service.errors import ToksvcError, TooManyStreamsError
 
 NORMAL, GOING_AWAY, INVALID_DATA, POLICY, TRY_LATER = 1000, 1001, 1007, 1008, 1013
 
 
-@websocket("/v1/tokenizers/{ref:str}/decode/ws", opt={"operation": "decode_stream"})
+@websocket("/v1/tokenizers/{ref:str}/decode/ws",
+           opt={"operation": "decode_stream", STREAMING: True})  # fmt: skip
 async def decode_ws(
     socket: WebSocket[Any, Any, Any], ref: FromPath[str], worker: WorkerDep, *,
     errors: FromQuery[ErrorsMode] = "replace", usage: FromQuery[bool] = False,

@@ -1,0 +1,36 @@
+"""A piece of CPU work's deadline and stop flag, checked by the work's own loop between steps.
+
+Work that runs in a thread cannot be interrupted from outside: the loop that does it (truncate,
+chunk, a chat's breakdown, training) calls `check()` between steps, and stops with a typed error
+once the time is up (`LimitExceededError`) or someone has called `stop()` from another thread
+(`WorkStoppedError`: the client went away, or the worker is stopping).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+from service.errors import LimitExceededError, WorkStoppedError
+
+
+class Deadline:
+    def __init__(self, seconds: float = math.inf) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Ask the work to stop at its next check (safe from any thread)."""
+        self._stopped.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def check(self) -> None:
+        if self._stopped.is_set():
+            raise WorkStoppedError()
+        if time.monotonic() > self.at:
+            raise LimitExceededError("seconds of work per request", int(self.seconds))
