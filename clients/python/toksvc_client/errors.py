@@ -238,6 +238,25 @@ class ReloadUnavailableError(UnavailableError):
     kind = "reload-unavailable"
 
 
+class TooManyTrainingsError(UnavailableError):
+    kind, facts = "too-many-trainings", ("limit",)
+    limit: int | None
+
+
+class WorkStoppedError(UnavailableError):
+    """The server stopped the work (it is stopping): retry, another worker will serve it."""
+
+    kind = "work-stopped"
+
+
+class ReloadInconsistentError(ProblemError):
+    """After a reload the workers hold different store states: `workers` maps each worker's pid to
+    the manifest sha256 it serves (or "no answer")."""
+
+    kind, facts = "reload-inconsistent", ("workers",)
+    workers: dict[str, str] | None
+
+
 class InternalServerError(ProblemError):
     kind = "internal-error"
 
