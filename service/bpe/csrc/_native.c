@@ -372,7 +372,7 @@ static PyObject *native_piece_cache(PyObject *module, PyObject *args) {
     if (now ? now->asked == (size_t)nbytes : nbytes == 0) Py_RETURN_NONE;
     pc_table *t = NULL;
     if (nbytes > 0 && !(t = pc_new((size_t)nbytes, key))) {
-        if (nbytes >= (Py_ssize_t)(sizeof(pc_bucket) + 8 * PC_WAYS)) return PyErr_NoMemory();
+        if ((size_t)nbytes >= PC_BUCKET_BYTES) return PyErr_NoMemory();
     }
     pc_swap(t);
     Py_RETURN_NONE;

@@ -12,11 +12,12 @@ Keys: a keyed multiply-fold hash of the bytes and the engine, with a 128-bit see
 (os.urandom when the table is made; getrandom/arc4random in a forked child), so nobody outside the
 process can aim pieces at one bucket or at the sketch below.
 
-Eviction survives scans (TinyLFU admission): a blocked count-min sketch of 8-bit counters counts
-the misses of every piece; a new piece takes an empty way, else the way with the fewest hits, and
-only if the piece has missed more often than that way was hit. A flood of pieces seen once
-therefore only displaces entries never hit since they came in. Every 10 x capacity misses the
-sketch and the hit counts are halved, so yesterday's favourites age out.
+Eviction survives scans (TinyLFU admission): a doorkeeper (a bit array) takes the first miss of a
+piece and a blocked count-min sketch of 8-bit counters the misses after it; a new piece takes an
+empty way, else the way with the fewest hits, and only if the piece has missed more often than
+that way was hit. A flood of pieces seen once therefore only displaces entries never hit since
+they came in. Every 10 x capacity misses the sketch and the hit counts are halved and the
+doorkeeper emptied, so yesterday's favourites age out.
 
 Threads: encoding runs with the GIL released, so several threads may probe at once. Each bucket
 has a try-lock; a thread that finds it taken treats the probe as a miss (and skips the insert):
@@ -74,12 +75,14 @@ typedef struct {
 
 _Static_assert(sizeof(pc_head) == 64, "one header line");
 _Static_assert(sizeof(pc_entry) == 128, "two lines an entry");
+#define PC_BUCKET_BYTES (sizeof(pc_bucket) + 8 * PC_WAYS + PC_WAYS) /* + sketch + doorkeeper */
 
 typedef struct {
     pc_bucket *buckets;
     size_t mask;               /* buckets - 1 */
     _Atomic uint8_t *sketch;   /* sketch_mask + 1 counters, in blocks of 64 */
     size_t sketch_mask;
+    _Atomic uint64_t *door;    /* the doorkeeper: (sketch_mask + 1) bits */
     uint64_t age_every;        /* misses between two halvings */
     _Atomic uint64_t misses_since_age;
     _Atomic int aging;
@@ -173,9 +176,21 @@ static int pc_get(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint
     return found;
 }
 
-/* the sketch's estimate of how often the piece of hash h missed, after counting this miss */
+/* how often the piece of hash h missed, this one counted: the doorkeeper takes a piece's first
+   miss (two bits), the sketch the ones after it (a flood of pieces seen once stays out of it) */
 static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
-    size_t block = (size_t)(h * 0x9E3779B97F4A7C15ull >> 20) & t->sketch_mask & ~(size_t)63;
+    uint64_t m = h * 0x9E3779B97F4A7C15ull;
+    size_t b1 = (size_t)(m >> 24) & t->sketch_mask, b2 = (size_t)(m >> 44) & t->sketch_mask;
+    _Atomic uint64_t *w1 = &t->door[b1 >> 6], *w2 = &t->door[b2 >> 6];
+    uint64_t v1 = atomic_load_explicit(w1, memory_order_relaxed);
+    uint64_t v2 = atomic_load_explicit(w2, memory_order_relaxed);
+    uint64_t f1 = (uint64_t)1 << (b1 & 63), f2 = (uint64_t)1 << (b2 & 63);
+    if (!(v1 & f1) || !(v2 & f2)) {
+        atomic_fetch_or_explicit(w1, f1, memory_order_relaxed);
+        atomic_fetch_or_explicit(w2, f2, memory_order_relaxed);
+        return 1;
+    }
+    size_t block = (size_t)(m >> 20) & t->sketch_mask & ~(size_t)63;
     uint32_t est = 255;
     for (int i = 0; i < 4; i++) {
         _Atomic uint8_t *c = &t->sketch[block | ((h >> (i * 6)) & 63)];
@@ -184,11 +199,11 @@ static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
         uint32_t now = v < 255 ? v + 1u : 255u;
         est = now < est ? now : est;
     }
-    return est;
+    return est + 1;
 }
 
-/* halve every sketch counter and every hit count (one thread at a time; a bucket whose lock is
-   taken keeps its counts this round) */
+/* halve every sketch counter and every hit count, empty the doorkeeper (one thread at a time; a
+   bucket whose lock is taken keeps its counts this round) */
 static void pc_age(pc_table *t) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&t->aging, &expected, 1)) return;
@@ -196,6 +211,8 @@ static void pc_age(pc_table *t) {
         uint8_t v = atomic_load_explicit(&t->sketch[i], memory_order_relaxed);
         atomic_store_explicit(&t->sketch[i], (uint8_t)(v >> 1), memory_order_relaxed);
     }
+    for (size_t i = 0; i <= t->sketch_mask >> 6; i++)
+        atomic_store_explicit(&t->door[i], 0, memory_order_relaxed);
     for (size_t i = 0; i <= t->mask; i++) {
         pc_head *hd = &t->buckets[i].h;
         if (!pc_try_lock(hd)) continue;
@@ -269,24 +286,26 @@ static void pc_free(pc_table *t) {
     if (!t) return;
     free(t->buckets);
     free((void *)t->sketch);
+    free((void *)t->door);
     free(t);
 }
 
 /* a table of at most nbytes (buckets and sketch), NULL if nbytes is too small or no memory */
 static pc_table *pc_new(size_t nbytes, const uint64_t seed[2]) {
     size_t nb = 1;
-    /* per bucket: the bucket and 8 sketch counters a way */
-    while ((nb * 2) * (sizeof(pc_bucket) + 8 * PC_WAYS) <= nbytes) nb *= 2;
-    if (nb * (sizeof(pc_bucket) + 8 * PC_WAYS) > nbytes) return NULL;
+    /* per bucket: the bucket, 8 sketch counters a way and as many doorkeeper bits */
+    while ((nb * 2) * PC_BUCKET_BYTES <= nbytes) nb *= 2;
+    if (nb * PC_BUCKET_BYTES > nbytes) return NULL;
     pc_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->mask = nb - 1;
     t->sketch_mask = nb * 8 * PC_WAYS - 1; /* a power of two, at least 64 */
     t->buckets = calloc(nb, sizeof *t->buckets); /* zero pages: RSS grows as buckets fill */
     t->sketch = calloc(t->sketch_mask + 1, 1);
-    if (!t->buckets || !t->sketch) { pc_free(t); return NULL; }
+    t->door = calloc((t->sketch_mask + 1) / 64, sizeof *t->door);
+    if (!t->buckets || !t->sketch || !t->door) { pc_free(t); return NULL; }
     t->age_every = (uint64_t)nb * PC_WAYS * 10;
-    t->nbytes = nb * (sizeof(pc_bucket) + 8 * PC_WAYS);
+    t->nbytes = nb * PC_BUCKET_BYTES;
     t->asked = nbytes;
     t->seed[0] = seed[0];
     t->seed[1] = seed[1];
@@ -340,5 +359,6 @@ static void pc_after_fork_child(void) {
         atomic_store(&t->aging, 0);
         atomic_store(&t->entries, 0);
         memset((void *)t->sketch, 0, t->sketch_mask + 1);
+        memset((void *)t->door, 0, (t->sketch_mask + 1) / 8);
     }
 }
