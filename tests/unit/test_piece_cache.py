@@ -12,8 +12,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from litestar.testing import TestClient
 
+from service.api.app import create_app
 from service.bpe import native
+from service.settings import Settings
 from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, corpus_text
 
@@ -59,9 +62,7 @@ def test_a_second_read_hits_and_gives_the_same_ids(
     assert 0 < after["entries"] <= after["inserts"]
 
 
-def test_same_bytes_in_two_vocabularies_are_two_entries(
-    registry: Registry, no_cache: None
-) -> None:
+def test_same_bytes_in_two_vocabularies_are_two_entries(registry: Registry, no_cache: None) -> None:
     """The engine is part of the key: a piece cached for cl100k is not o200k's answer."""
     cl, o2 = (registry.resolve(n).tokenizer.engine for n in ("cl100k_base", "o200k_base"))
     text = " ".join(words(2, 300))
@@ -172,3 +173,25 @@ def test_the_same_size_keeps_it_and_zero_drops_it(registry: Registry, no_cache: 
     assert stats()["entries"] == held > 0
     native.configure_piece_cache(0)
     assert stats()["capacity_bytes"] == 0
+
+
+def test_metrics_show_its_lookups_and_size(registry: Registry, no_cache: None) -> None:
+    def sample(text: str, name: str) -> float:
+        lines = [x for x in text.splitlines() if x.startswith(name)]
+        return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+
+    native.configure_piece_cache(1 << 20)
+    body = {"text": " ".join(words(8, 200))}
+    with TestClient(create_app(Settings(text_cache_bytes=0), registry)) as client:
+        before = client.get("/metrics").text
+        for _ in range(2):
+            assert client.post("/v1/tokenizers/cl100k_base/count", json=body).status_code == 200
+        after = client.get("/metrics").text
+    s = stats()
+    hit, miss = (
+        'toksvc_piece_cache_lookups_total{result="hit"}',
+        ('toksvc_piece_cache_lookups_total{result="miss"}'),
+    )
+    assert sample(after, hit) - sample(before, hit) >= 200 and sample(after, miss) >= 200
+    assert sample(after, "toksvc_piece_cache_capacity_bytes") == s["capacity_bytes"] > 0
+    assert sample(after, "toksvc_piece_cache_entries") == s["entries"] > 0
