@@ -38,6 +38,7 @@ generation read as empty, and a lock word from the parent (its generation's valu
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <sys/mman.h>
 #include <sys/random.h>
 #endif
 
@@ -75,14 +76,16 @@ typedef struct {
 
 _Static_assert(sizeof(pc_head) == 64, "one header line");
 _Static_assert(sizeof(pc_entry) == 128, "two lines an entry");
-#define PC_BUCKET_BYTES (sizeof(pc_bucket) + 8 * PC_WAYS + PC_WAYS) /* + sketch + doorkeeper */
+#define PC_BUCKET_BYTES (sizeof(pc_bucket) + 8 * PC_WAYS + 8 * PC_WAYS) /* + sketch + doorkeeper */
 
 typedef struct {
     pc_bucket *buckets;
     size_t mask;               /* buckets - 1 */
     _Atomic uint8_t *sketch;   /* sketch_mask + 1 counters, in blocks of 64 */
     size_t sketch_mask;
-    _Atomic uint64_t *door;    /* the doorkeeper: (sketch_mask + 1) bits */
+    _Atomic uint64_t *door;    /* the doorkeeper: door_mask + 1 bits (64 a way: about 6 a miss
+                                  between two agings, so few false positives) */
+    size_t door_mask;
     uint64_t age_every;        /* misses between two halvings */
     _Atomic uint64_t misses_since_age;
     _Atomic int aging;
@@ -180,7 +183,7 @@ static int pc_get(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint
    miss (two bits), the sketch the ones after it (a flood of pieces seen once stays out of it) */
 static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
     uint64_t m = h * 0x9E3779B97F4A7C15ull;
-    size_t b1 = (size_t)(m >> 24) & t->sketch_mask, b2 = (size_t)(m >> 44) & t->sketch_mask;
+    size_t b1 = (size_t)(m >> 20) & t->door_mask, b2 = (size_t)(h >> 24) & t->door_mask;
     _Atomic uint64_t *w1 = &t->door[b1 >> 6], *w2 = &t->door[b2 >> 6];
     uint64_t v1 = atomic_load_explicit(w1, memory_order_relaxed);
     uint64_t v2 = atomic_load_explicit(w2, memory_order_relaxed);
@@ -190,7 +193,7 @@ static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
         atomic_fetch_or_explicit(w2, f2, memory_order_relaxed);
         return 1;
     }
-    size_t block = (size_t)(m >> 20) & t->sketch_mask & ~(size_t)63;
+    size_t block = (size_t)(m >> 40) & t->sketch_mask & ~(size_t)63;
     uint32_t est = 255;
     for (int i = 0; i < 4; i++) {
         _Atomic uint8_t *c = &t->sketch[block | ((h >> (i * 6)) & 63)];
@@ -211,7 +214,7 @@ static void pc_age(pc_table *t) {
         uint8_t v = atomic_load_explicit(&t->sketch[i], memory_order_relaxed);
         atomic_store_explicit(&t->sketch[i], (uint8_t)(v >> 1), memory_order_relaxed);
     }
-    for (size_t i = 0; i <= t->sketch_mask >> 6; i++)
+    for (size_t i = 0; i <= t->door_mask >> 6; i++)
         atomic_store_explicit(&t->door[i], 0, memory_order_relaxed);
     for (size_t i = 0; i <= t->mask; i++) {
         pc_head *hd = &t->buckets[i].h;
@@ -293,16 +296,24 @@ static void pc_free(pc_table *t) {
 /* a table of at most nbytes (buckets and sketch), NULL if nbytes is too small or no memory */
 static pc_table *pc_new(size_t nbytes, const uint64_t seed[2]) {
     size_t nb = 1;
-    /* per bucket: the bucket, 8 sketch counters a way and as many doorkeeper bits */
+    /* per bucket: the bucket, 8 sketch counters and 64 doorkeeper bits a way */
     while ((nb * 2) * PC_BUCKET_BYTES <= nbytes) nb *= 2;
     if (nb * PC_BUCKET_BYTES > nbytes) return NULL;
     pc_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->mask = nb - 1;
     t->sketch_mask = nb * 8 * PC_WAYS - 1; /* a power of two, at least 64 */
-    t->buckets = calloc(nb, sizeof *t->buckets); /* zero pages: RSS grows as buckets fill */
+    /* touched now (zeroed), not page by page while encoding: the table is part of start-up, and
+       with huge pages where the system lends them on request, a probe rarely misses the TLB */
+    size_t bytes = nb * sizeof *t->buckets, align = (size_t)2 << 20;
+    t->buckets = aligned_alloc(align, (bytes + align - 1) / align * align);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (t->buckets) madvise(t->buckets, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+#endif
+    if (t->buckets) memset(t->buckets, 0, bytes);
     t->sketch = calloc(t->sketch_mask + 1, 1);
-    t->door = calloc((t->sketch_mask + 1) / 64, sizeof *t->door);
+    t->door_mask = nb * PC_WAYS * 64 - 1;
+    t->door = calloc((t->door_mask + 1) / 64, sizeof *t->door);
     if (!t->buckets || !t->sketch || !t->door) { pc_free(t); return NULL; }
     t->age_every = (uint64_t)nb * PC_WAYS * 10;
     t->nbytes = nb * PC_BUCKET_BYTES;
@@ -359,6 +370,6 @@ static void pc_after_fork_child(void) {
         atomic_store(&t->aging, 0);
         atomic_store(&t->entries, 0);
         memset((void *)t->sketch, 0, t->sketch_mask + 1);
-        memset((void *)t->door, 0, (t->sketch_mask + 1) / 8);
+        memset((void *)t->door, 0, (t->door_mask + 1) / 8);
     }
 }
