@@ -141,7 +141,7 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
         made = out->ids + before;
         nmade = out->len - before;
     }
-    if (nmade <= PC_IDS) pc_put(c->t, e->serial, s, n, h, made, nmade, &c->tally);
+    if (n + 4 * nmade <= PC_PAYLOAD) pc_put(c->t, e->serial, s, n, h, made, nmade, &c->tally);
     return 0;
 }
 

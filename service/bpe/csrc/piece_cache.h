@@ -5,8 +5,8 @@
 Layout: a power of two of buckets, each 8 ways of 128-byte entries behind one 64-byte header
 (a try-lock, the fork generation, a 32-bit tag and a hit count per way); a piece maps to one
 bucket, so a flood of colliding pieces can at worst churn 8 entries, and a look-up reads the
-header line and the entry that matched. Pieces of up to PC_KEY bytes that merge to up to PC_IDS
-ids are kept; a hit compares the engine and every byte, so it never gives another piece's ids.
+header line and the entry that matched. A piece is kept if its bytes and its ids (4 bytes each)
+fit in PC_PAYLOAD bytes (a 16-character CJK piece of 16 ids does); a hit compares the engine and every byte, so it never gives another piece's ids.
 
 Keys: a keyed multiply-fold hash of the bytes and the engine, with a 128-bit seed from the OS
 (os.urandom when the table is made; getrandom/arc4random in a forked child), so nobody outside the
@@ -45,8 +45,9 @@ generation read as empty, and a lock word from the parent (its generation's valu
 #include "merge.h"
 
 #define PC_WAYS 8
-#define PC_KEY 82
-#define PC_IDS 10
+#define PC_PAYLOAD 120 /* an entry's bytes for the piece and then its ids */
+#define PC_KEY (PC_PAYLOAD - 4)
+#define PC_IDS (PC_PAYLOAD / 4)
 #ifndef PC_MIN_PIECE
 #define PC_MIN_PIECE 2
 #endif
@@ -64,9 +65,8 @@ typedef struct {
 
 typedef struct {
     uint32_t engine;
-    uint8_t len, nids;
-    uint8_t key[PC_KEY];
-    uint32_t ids[PC_IDS];
+    uint8_t len, nids, pad[2];
+    uint8_t data[PC_PAYLOAD]; /* the piece's len bytes, then its nids ids (unaligned) */
 } pc_entry;
 
 typedef struct {
@@ -167,8 +167,8 @@ static int pc_get(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint
         for (int w = 0; w < PC_WAYS; w++) {
             if (b->h.tag[w] != tag) continue;
             const pc_entry *e = &b->e[w];
-            if (e->engine != engine || e->len != n || memcmp(e->key, s, n) != 0) continue;
-            memcpy(ids, e->ids, e->nids * sizeof *ids);
+            if (e->engine != engine || e->len != n || memcmp(e->data, s, n) != 0) continue;
+            memcpy(ids, e->data + n, e->nids * sizeof *ids);
             found = e->nids;
             if (b->h.hits[w] < 255) b->h.hits[w]++;
             break;
@@ -258,8 +258,8 @@ static void pc_put(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uin
     e->engine = engine;
     e->len = (uint8_t)n;
     e->nids = (uint8_t)nids;
-    memcpy(e->key, s, n);
-    memcpy(e->ids, ids, nids * sizeof *ids);
+    memcpy(e->data, s, n);
+    memcpy(e->data + n, ids, nids * sizeof *ids);
     b->h.tag[way] = (uint32_t)h | 1;
     b->h.hits[way] = 0;
     pc_unlock(&b->h);
