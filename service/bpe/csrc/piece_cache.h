@@ -16,13 +16,14 @@ Eviction survives scans (TinyLFU admission): a doorkeeper (a bit array) takes th
 piece and a blocked count-min sketch of 8-bit counters the misses after it; a new piece takes an
 empty way, else the way with the fewest hits, and only if the piece has missed more often than
 that way was hit. A flood of pieces seen once therefore only displaces entries never hit since
-they came in. Every 10 x capacity misses the sketch and the hit counts are halved and the
-doorkeeper emptied, so yesterday's favourites age out.
+they came in. Every 10 x capacity misses (added up when a call is done) the sketch and the hit
+counts are halved and the doorkeeper emptied, so yesterday's favourites age out.
 
 Threads: encoding runs with the GIL released, so several threads may probe at once. Each bucket
 has a try-lock; a thread that finds it taken treats the probe as a miss (and skips the insert):
-nobody waits, and a bucket's entries are only read or written under its lock. Sketch counters
-are relaxed atomics (a lost increment only blurs a frequency). Statistics are summed per call and
+nobody waits, and a bucket's entries are only read or written under its lock. Sketch counters and
+doorkeeper words are relaxed atomic loads and stores, not read-modify-writes (a lost update only
+blurs a frequency). Statistics are summed per call and
 added once per call. Reconfiguring swaps the table with the GIL held and waits for the calls still
 using the old one (they took it with the GIL and give it back before they take the GIL again).
 
@@ -188,9 +189,11 @@ static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
     uint64_t v1 = atomic_load_explicit(w1, memory_order_relaxed);
     uint64_t v2 = atomic_load_explicit(w2, memory_order_relaxed);
     uint64_t f1 = (uint64_t)1 << (b1 & 63), f2 = (uint64_t)1 << (b2 & 63);
-    if (!(v1 & f1) || !(v2 & f2)) {
-        atomic_fetch_or_explicit(w1, f1, memory_order_relaxed);
-        atomic_fetch_or_explicit(w2, f2, memory_order_relaxed);
+    if (!(v1 & f1) || !(v2 & f2)) { /* plain stores: a bit another thread set meanwhile may be
+                                        lost, which only makes a piece wait one miss longer */
+        atomic_store_explicit(w1, v1 | f1, memory_order_relaxed);
+        atomic_store_explicit(w2, atomic_load_explicit(w2, memory_order_relaxed) | f2,
+                              memory_order_relaxed);
         return 1;
     }
     size_t block = (size_t)(m >> 40) & t->sketch_mask & ~(size_t)63;
@@ -229,11 +232,6 @@ static void pc_age(pc_table *t) {
 static void pc_put(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint64_t h,
                    const uint32_t *ids, size_t nids, pc_tally *tally) {
     uint32_t freq = pc_sketch_count(t, h);
-    if (atomic_fetch_add_explicit(&t->misses_since_age, 1, memory_order_relaxed) + 1 >=
-        t->age_every) {
-        atomic_store_explicit(&t->misses_since_age, 0, memory_order_relaxed);
-        pc_age(t);
-    }
     if (freq < PC_ADMIT_FROM) { tally->refused++; return; }
     pc_bucket *b = &t->buckets[(h >> 32) & t->mask];
     if (!pc_try_lock(&b->h)) { tally->busy++; return; }
@@ -282,6 +280,13 @@ static void pc_release(pc_table *t, const pc_tally *tally) {
     atomic_fetch_add_explicit(&t->inserts, tally->inserts, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->refused, tally->refused, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->busy, tally->busy, memory_order_relaxed);
+    /* the misses of a call count towards the next aging once the call is done */
+    if (tally->misses &&
+        atomic_fetch_add_explicit(&t->misses_since_age, tally->misses, memory_order_relaxed) +
+                tally->misses >= t->age_every) {
+        atomic_store_explicit(&t->misses_since_age, 0, memory_order_relaxed);
+        pc_age(t);
+    }
     atomic_fetch_sub(&t->users, 1);
 }
 
