@@ -52,6 +52,7 @@ setup(
                 "service/bpe/csrc/engine.h",
                 "service/bpe/csrc/engine_init.h",
                 "service/bpe/csrc/trie.h",
+                "service/bpe/csrc/piece_cache.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",

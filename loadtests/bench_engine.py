@@ -1,13 +1,20 @@
-"""Engine benchmark: the project's engine side by side with tiktoken, bpe-openai and HF tokenizers.
+"""Engine benchmark: the project's engine side by side with the fastest exact engines one can
+install (loadtests/peers.py: fastokens, gigatoken, quicktok-v1, splintr-rs, bpe-openai, riptoken,
+tiktoken, HF tokenizers), in two regimes:
+
+- cold: every engine newly built (ours: a new engine and an empty piece cache) reads a corpus it
+  has never seen;
+- warm: every engine newly built reads the first half of the corpus, then the second half is timed
+  (new text from the same documents, as a service sees after a minute of traffic).
 
 Prints tables and writes JSON (--out) and a bar chart (--chart). Every figure of one run is measured
 on the same machine in the same process, so the ratios are what to read, not the absolute MB/s.
 Times are CPU seconds of this process (time.process_time; every engine timed runs in the calling
-thread), which other load on a shared machine disturbs far less than wall time. Every timed text is
-new to the tokenizer: a counter is prefixed to it, so no cache can answer.
+thread), which other load on a shared machine disturbs far less than wall time; best of --repeat
+repetitions, each with new engines. A peer that is not installed is left out with a note.
 
-    python loadtests/bench_engine.py                    # everything (about 3 minutes)
-    python loadtests/bench_engine.py --quick            # two corpora, fewer repetitions
+    python loadtests/bench_engine.py                    # everything (10-20 minutes)
+    python loadtests/bench_engine.py --quick            # cl100k and o200k, three corpora
     python loadtests/bench_engine.py --startup          # only start-up time and RSS (5 processes)
     python loadtests/bench_engine.py --worst            # only the worst-case table
 """
@@ -26,48 +33,57 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-import tiktoken
+from peers import TIKTOKEN_FILES, Encoder, Maker, available, makers
 from tiktoken.load import load_tiktoken_bpe
 
+from service.bpe import native
 from service.bpe.cache import TextCache
 from service.runtime import engine_factory
-from service.settings import BUNDLED_STORE
+from service.settings import BUNDLED_STORE, Settings
 from service.store.fileformat import parse
 from service.store.manifest import read_manifest
 from service.store.registry import LoadedTokenizer, build
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
-SOURCES = {"gpt2": "r50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base",
-           "qwen2": "qwen", "qwen3": "qwen", "bard": ""}  # fmt: skip
-Encoder = Callable[[str], list[int]]
+NAMES = list(TIKTOKEN_FILES)
+PIECE_CACHE = Settings().piece_cache_bytes
 
 
 def fresh(name: str, engine: str = "auto") -> LoadedTokenizer:
-    """A newly built tokenizer: new engine, empty piece cache, empty text cache."""
+    """A newly built tokenizer: new engine, empty text cache."""
     store = BUNDLED_STORE
     entry = next(e for e in read_manifest(store).tokenizers if e.name == name and e.default)
     tf = parse((store / entry.path).read_bytes())
     return build(entry, tf, engine_factory(engine), TextCache(64 << 20))  # type: ignore[arg-type]
 
 
-def peers(name: str, pattern: str) -> dict[str, Encoder]:
-    if SOURCES[name]:
-        ranks = load_tiktoken_bpe(str(SHARED / "vocab" / f"{SOURCES[name]}.tiktoken"))
-    else:  # a trained, self-consistent `pairs` tokenizer: tiktoken's rule gives the same ids
-        ranks = {data: tid for tid, data in fresh(name, "python").tokenizer.vocab.items()}
-    enc = tiktoken.Encoding(f"tt_{name}", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
-    out: dict[str, Encoder] = {"tiktoken": enc.encode_ordinary}
-    if name in ("cl100k_base", "o200k_base"):
-        from bpe_openai import _bindings  # the Rust core; the Python wrapper caps tokens per call
+def ours(name: str, cache_bytes: int = PIECE_CACHE) -> Maker:
+    """Our engine, newly built, behind an empty piece cache of `cache_bytes` (0: none)."""
 
-        out["bpe-openai"] = _bindings.tokenizer_for_encoding(name).encode
-    if name in ("qwen2", "qwen3"):
-        from tokenizers import Tokenizer
+    def make() -> Encoder:
+        native.configure_piece_cache(0)
+        native.configure_piece_cache(cache_bytes)
+        return fresh(name).tokenizer.encode_ordinary
 
-        hf = Tokenizer.from_file(str(SHARED / "vocab" / "qwen3_tokenizer.json"))
-        out["hf-tokenizers"] = lambda text: hf.encode(text, add_special_tokens=False).ids
-    return out
+    return make
+
+
+def ranks_of(name: str) -> dict[bytes, int]:
+    if TIKTOKEN_FILES[name]:
+        return load_tiktoken_bpe(str(SHARED / "vocab" / f"{TIKTOKEN_FILES[name]}.tiktoken"))
+    # a trained, self-consistent `pairs` tokenizer: tiktoken's rule gives the same ids
+    return {data: tid for tid, data in fresh(name, "python").tokenizer.vocab.items()}
+
+
+def engines(name: str, check: str) -> dict[str, Maker]:
+    """Ours (with and without the piece cache) and every installed peer exact on `check`."""
+    pattern = fresh(name, "python").pattern or ""
+    mine = {"ours": ours(name), "ours (no piece cache)": ours(name, 0)}
+    want = mine["ours (no piece cache)"]()(check)
+    return mine | available(
+        name, makers(name, pattern, ranks_of(name), SHARED / "vocab"), check, want
+    )
 
 
 def seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -80,51 +96,49 @@ def seconds(fn: Callable[[], object], repeat: int) -> float:
     return best
 
 
-def bench_corpora(corpora: list[Path], repeat: int) -> list[dict[str, object]]:
+def timed_once(make: Maker, text: str, before: str) -> float:
+    """CPU seconds of one call on `text` by a new engine that has read `before` (untimed)."""
+    encode = make()
+    if before:
+        encode(before)
+    start = time.process_time()
+    encode(text)
+    return time.process_time() - start
+
+
+def bench_corpora(names: list[str], corpora: list[Path], repeat: int) -> list[dict[str, object]]:
     rows = []
-    for name in SOURCES:
-        tok = fresh(name).tokenizer
-        pattern = fresh(name, "python").pattern
-        assert pattern is not None
-        others = peers(name, pattern)
+    for name in names:
+        check = "".join(c.read_text("utf-8")[:20_000] for c in corpora)
+        makers_ = engines(name, check)
         for corpus in corpora:
             text = corpus.read_text("utf-8")
-            mb = len(text.encode()) / 1e6
-            row: dict[str, object] = {"tokenizer": name, "corpus": corpus.stem, "mb": round(mb, 3)}
-            # each repetition times every engine on the same new text (a counter prefixed), so
-            # each ratio is a median of pairs measured under the same machine load
-            times: dict[str, list[float]] = {}
-            engines: dict[str, Encoder | Callable[[str], int]] = {
-                "ours_encode": tok.encode_ordinary,
-                "ours_count": lambda t: tok.count(t, disallowed_special=()),
-                **others,
-            }
-            for rep in range(repeat):
-                fresh_text = f"{rep} {text}"
-                for key, fn in engines.items():
-                    times.setdefault(key, []).append(seconds(lambda f=fn: f(fresh_text), 1))
-            for key, ts in times.items():
-                row[key] = mb / min(ts)
-            for ours in ("encode", "count"):
-                for peer in ("tiktoken", "bpe-openai"):
-                    if peer in times:
-                        pairs = zip(times[peer], times[f"ours_{ours}"], strict=True)
-                        row[f"{ours}_vs_{peer}"] = statistics.median(p / o for p, o in pairs)
-            rows.append(row)
-            print(_fmt_row(row), flush=True)
+            half = len(text) // 2
+            for regime, before, timed in (("cold", "", text), ("warm", text[:half], text[half:])):
+                mb = len(timed.encode()) / 1e6
+                best: dict[str, float] = {}
+                for _ in range(repeat):  # every repetition builds every engine anew
+                    for key, make in makers_.items():
+                        t = timed_once(make, timed, before)
+                        best[key] = min(best.get(key, float("inf")), t)
+                row: dict[str, object] = {"tokenizer": name, "corpus": corpus.stem,
+                                          "regime": regime, "mb": round(mb, 3)}  # fmt: skip
+                row |= {key: mb / t for key, t in best.items()}
+                peers_ = {k: v for k, v in row.items() if k in makers_ and not k.startswith("ours")}
+                if peers_:
+                    fastest = max(peers_, key=lambda k: float(peers_[k]))  # type: ignore[arg-type]
+                    row["fastest_peer"] = fastest
+                    row["ours_vs_fastest"] = float(row["ours"]) / float(peers_[fastest])  # type: ignore[arg-type]
+                rows.append(row)
+                print(_fmt_row(row, list(makers_)), flush=True)
     return rows
 
 
-COLUMNS = ["ours_encode", "ours_count", "tiktoken", "bpe-openai", "hf-tokenizers",
-           "encode_vs_tiktoken", "count_vs_tiktoken", "encode_vs_bpe-openai",
-           "count_vs_bpe-openai"]  # fmt: skip
-
-
-def _fmt_row(row: dict[str, object]) -> str:
-    cells = [f"{row['tokenizer']:<12}", f"{row['corpus']:<24}"]
-    for c in COLUMNS:
-        v = row.get(c)
-        cells.append(f"{v:>8.2f}" if isinstance(v, float) else f"{'-':>8}")
+def _fmt_row(row: dict[str, object], keys: list[str]) -> str:
+    cells = [f"{row['tokenizer']:<12}", f"{row['corpus']:<20}", f"{row['regime']:<5}"]
+    cells += [f"{k}={float(row[k]):.1f}" for k in keys if k in row]  # type: ignore[arg-type]
+    if "ours_vs_fastest" in row:
+        cells.append(f"ours/{row['fastest_peer']}={float(row['ours_vs_fastest']):.2f}x")  # type: ignore[arg-type]
     return " ".join(cells)
 
 
@@ -143,7 +157,8 @@ def bench_chat(corpora: list[Path]) -> dict[str, object]:
     """Billing estimation: every request counts the whole history so far, message by message."""
     conversations = chat_conversations(corpora)
     tok = fresh("cl100k_base").tokenizer
-    tt = peers("cl100k_base", fresh("cl100k_base", "python").pattern or "")["tiktoken"]
+    tt = makers("cl100k_base", fresh("cl100k_base", "python").pattern or "",
+                ranks_of("cl100k_base"), SHARED / "vocab")["tiktoken"]()  # fmt: skip
     requests = [conv[:k] for conv in conversations for k in range(1, len(conv) + 1)]
 
     def ours() -> int:
@@ -182,27 +197,25 @@ def worst_cases(prose: str) -> dict[str, str]:
 
 
 def bench_worst(prose: str) -> list[dict[str, object]]:
-    """1 MB texts that make BPE engines slow, on cl100k; then tiktoken's crash input on r50k."""
+    """1 MB texts that make BPE engines slow, on cl100k; then tiktoken's crash input on r50k.
+    Cold: each timed text is new to a newly built engine (ours: an empty piece cache)."""
     rows = []
-    ours = fresh("cl100k_base").tokenizer
-    others = peers("cl100k_base", fresh("cl100k_base", "python").pattern or "")
-    engines: dict[str, Encoder] = {"ours": ours.encode_ordinary, **others}
+    cases = worst_cases(prose)
+    makers_ = engines("cl100k_base", prose[:50_000])
     base: dict[str, float] = {}
     print(f"\n{'worst case (cl100k_base, 1 MB)':<28} " + " ".join(
-        f"{k + ' s/MB':>16} {'x prose':>8}" for k in engines))  # fmt: skip
-    cases = worst_cases(prose)
-    r50k = fresh("gpt2").tokenizer
+        f"{k + ' s/MB':>16} {'x prose':>8}" for k in makers_))  # fmt: skip
     for label, text in [*cases.items(), ("1,000,000 '^' (r50k)", "^" * 1_000_000)]:
         if label.endswith("(r50k)"):
-            engines = {"ours": r50k.encode_ordinary,
-                       "tiktoken": peers("gpt2", fresh("gpt2", "python").pattern or "")["tiktoken"]}  # fmt: skip
+            pattern = fresh("gpt2", "python").pattern or ""
+            makers_ = {"ours": ours("gpt2"),
+                       "tiktoken": makers("gpt2", pattern, ranks_of("gpt2"), SHARED / "vocab")["tiktoken"]}  # fmt: skip
         mb = len(text.encode()) / 1e6
         row: dict[str, object] = {"case": label, "mb": round(mb, 3)}
         cells = []
-        for key, fn in engines.items():
-            try:
-                # best of 3, each a new text (a counter prefixed: no cache answers)
-                per_mb = min(seconds(lambda f=fn, i=i: f(f"{i}{text}"), 1) for i in range(3)) / mb
+        for key, make in makers_.items():
+            try:  # best of 3, each by a new engine
+                per_mb = min(timed_once(make, text, "") for _ in range(3)) / mb
             except Exception as exc:  # tiktoken's regex gives up on some inputs
                 row[f"{key}_error"] = str(exc)[:80]
                 cells.append(f"{'error':>16} {'-':>8}")
@@ -248,23 +261,25 @@ def chart(rows: list[dict[str, object]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(SOURCES)
-    fig, axes = plt.subplots(len(names), 1, figsize=(11, 3.2 * len(names)))
-    for ax, name in zip(axes, names, strict=True):
-        mine = [r for r in rows if r["tokenizer"] == name]
-        series = [s for s in ["ours_encode", "ours_count", "tiktoken", "bpe-openai",
-                              "hf-tokenizers"] if s in mine[0]]  # fmt: skip
-        width = 0.8 / len(series)
-        for i, s in enumerate(series):
-            ax.bar([x + i * width for x in range(len(mine))], [float(r[s]) for r in mine],  # type: ignore[arg-type]
-                   width, label=s)  # fmt: skip
-        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(mine))],
-                      [str(r["corpus"]) for r in mine], fontsize=8)  # fmt: skip
-        ax.set_ylabel("MB/s")
-        ax.set_title(f"{name}: cold encode throughput, 1 MB corpora, CPU time (higher is better)")
-        ax.legend(fontsize=7, ncol=3)
+    names = sorted({str(r["tokenizer"]) for r in rows}, key=NAMES.index)
+    fig, axes = plt.subplots(len(names), 2, figsize=(16, 3.2 * len(names)), squeeze=False)
+    for row_axes, name in zip(axes, names, strict=True):
+        for ax, regime in zip(row_axes, ("cold", "warm"), strict=True):
+            mine = [r for r in rows if r["tokenizer"] == name and r["regime"] == regime]
+            skip = {"tokenizer", "corpus", "regime", "mb", "fastest_peer", "ours_vs_fastest"}
+            series = [k for k in mine[0] if k not in skip]
+            width = 0.8 / len(series)
+            for i, s in enumerate(series):
+                ax.bar([x + i * width for x in range(len(mine))],
+                       [float(r.get(s, 0.0)) for r in mine], width, label=s)  # type: ignore[arg-type]  # fmt: skip
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(mine))],
+                          [str(r["corpus"]) for r in mine], fontsize=7)  # fmt: skip
+            ax.set_ylabel("MB/s")
+            ax.set_title(f"{name}, {regime}: encode MB/s of CPU time, loaded machine (higher is better)",
+                         fontsize=9)  # fmt: skip
+            ax.legend(fontsize=6, ncol=3)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=70)
 
 
 def main() -> None:
@@ -272,6 +287,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--startup", action="store_true", help="only the start-up figures")
     parser.add_argument("--worst", action="store_true", help="only the worst-case table")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions (new engines each)")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "loadtests" / "results" / "bench_engine.json"
     )
@@ -284,21 +300,22 @@ def main() -> None:
         bench_worst((SHARED / "corpus" / "en_shakespeare.txt").read_text("utf-8"))
         return
     corpora = sorted((SHARED / "corpus").glob("*.txt"))
+    names = NAMES
     if args.quick:
-        corpora = [c for c in corpora if c.stem in ("en_shakespeare", "zh_manpages")]
-    repeat = 3 if args.quick else 5
-    print(f"{'tokenizer':<12} {'corpus':<24} " + " ".join(f"{c[:8]:>8}" for c in COLUMNS))
-    print(
-        "(MB/s of CPU time, best of the repetitions; the ratios are medians of paired runs: "
-        "peer time / our time, above 1 = ours faster)"
-    )
-    rows = bench_corpora(corpora, repeat)
-    for name in SOURCES:
-        mine = [r for r in rows if r["tokenizer"] == name]
-        for key in ("encode_vs_tiktoken", "count_vs_tiktoken", "encode_vs_bpe-openai"):
-            vals = [float(r[key]) for r in mine if key in r]  # type: ignore[arg-type]
+        names = ["cl100k_base", "o200k_base"]
+        corpora = [c for c in corpora if c.stem in ("en_shakespeare", "code_python", "zh_manpages")]
+    print("MB/s of CPU time, best of the repetitions (each with engines built anew); "
+          "ours/X = ours over the fastest exact peer (above 1 = ours faster)")  # fmt: skip
+    rows = bench_corpora(names, corpora, args.repeat)
+    for name in names:
+        for regime in ("cold", "warm"):
+            vals = [float(r["ours_vs_fastest"]) for r in rows  # type: ignore[arg-type]
+                    if r["tokenizer"] == name and r["regime"] == regime and "ours_vs_fastest" in r]  # fmt: skip
             if vals:
-                print(f"{name}: {key} min {min(vals):.2f}x median {statistics.median(vals):.2f}x")
+                print(f"{name} {regime}: ours vs the fastest exact peer min {min(vals):.2f}x "
+                      f"median {statistics.median(vals):.2f}x")  # fmt: skip
+    if args.quick:
+        return
     results = {"corpora": rows, "chat": bench_chat(sorted((SHARED / "corpus").glob("*.txt"))),
                "worst": bench_worst((SHARED / "corpus" / "en_shakespeare.txt").read_text("utf-8")),
                "startup": bench_startup()}  # fmt: skip

@@ -3,7 +3,9 @@
 `--so PATH` loads that build of the extension in place of the installed one. For --seconds, hypothesis
 throws arbitrary text (any code point but surrogates, long runs, boundaries) at every entry point of
 every shipped tokenizer's engine; the checks are cheap invariants (ids decode to the text's bytes,
-count == len(encode), batch == single), the sanitizers catch memory and undefined-behaviour errors.
+count == len(encode), batch == single, a second pass equal to the first), the sanitizers catch memory
+and undefined-behaviour errors. Each example runs with the process's piece cache off, tiny (a few
+buckets: evictions and refusals), or small, and now and then with threads encoding at once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import threading
 import time
 from array import array
 from collections.abc import Callable
@@ -150,14 +153,27 @@ def main() -> None:
 
     @settings(max_examples=40, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(text=texts, which=st.integers(0, len(engines) - 1), raw=st.binary(max_size=300))
-    def check(text: str, which: int, raw: bytes) -> None:
+    @given(text=texts, which=st.integers(0, len(engines) - 1), raw=st.binary(max_size=300),
+           cache=st.sampled_from([0, 0, 4096, 20_000, 1 << 20]), threads=st.booleans())  # fmt: skip
+    def check(text: str, which: int, raw: bytes, cache: int, threads: bool) -> None:
         name, engine, tokens = engines[which]
+        native.configure_piece_cache(cache)
         ids = engine.encode_ordinary(text)
         assert b"".join(tokens[i] or b"" for i in ids) == text.encode(), name
         assert engine.count_ordinary(text) == len(ids), name
         assert engine.encode_batch([text, text[: len(text) // 2]])[0] == ids, name
         assert engine.count_batch([text]) == [len(ids)], name
+        assert engine.encode_ordinary(text) == ids, name
+        if threads:  # the GIL is released from 2 KB and for batches: threads share the cache
+            seen: list[bool] = []
+            work = [threading.Thread(target=lambda: seen.append(
+                engine.encode_batch([text, text]) == [ids, ids]
+                and engine.encode_ordinary(text) == ids)) for _ in range(3)]  # fmt: skip
+            for t in work:
+                t.start()
+            for t in work:
+                t.join()
+            assert seen == [True] * 3, name
         merged = engine._engine.merge_bytes(raw)
         assert b"".join(tokens[i] or b"" for i in merged) == raw, name
 

@@ -58,6 +58,7 @@ def load_registry(
 ) -> Registry:
     """The registry the service runs on (`settings.stores`, or `stores`), with the engines and
     caches the settings ask for; `only` loads the versions of one name."""
+    native.configure_piece_cache(settings.piece_cache_bytes)
     return load_store(
         settings.stores if stores is None else stores,
         engine_factory(settings.engine, settings.piece_cache_size),

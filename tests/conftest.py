@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tiktoken
 
+from service.bpe import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
 from service.store.registry import Registry, load_store
@@ -78,3 +79,16 @@ def store(tmp_path: Path) -> Path:
     manifest["models"] = manifest["prices"] = []
     (copy / "manifest.json").write_text(json.dumps(manifest))
     return copy
+
+
+PIECE_CACHE_SIZES = [0, 32 * 1024 * 1024]  # off, and the default size
+
+
+@pytest.fixture(params=PIECE_CACHE_SIZES, ids=["piece-cache-off", "piece-cache-on"])
+def piece_cache(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The native engine's process-wide piece cache off, then on (empty at the start of each
+    test); off again afterwards. The value is its size in bytes."""
+    native.configure_piece_cache(0)
+    native.configure_piece_cache(request.param)
+    yield request.param
+    native.configure_piece_cache(0)

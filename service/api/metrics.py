@@ -8,12 +8,14 @@ from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
+from litestar import Response, get
 from litestar.enums import ScopeType
 from litestar.plugins.prometheus import PrometheusController
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import Counter, Gauge, Histogram
 
 from service.api import traits
+from service.bpe import native
 from service.store.registry import LoadedTokenizer, Registry
 
 TOKENS = Counter(
@@ -42,6 +44,36 @@ RELOADS = Counter("toksvc_store_reloads", "Store reloads by result (ok, refused)
 STORE_LOADED = Gauge(
     "toksvc_store_loaded", "1 when the registry is loaded and serving", multiprocess_mode="min"
 )
+PIECE_CACHE_EVENTS = Counter(
+    "toksvc_piece_cache_lookups",
+    "Native piece cache look-ups by result (hit, miss; busy: a bucket another thread held)",
+    ["result"],
+)
+PIECE_CACHE_BYTES = Gauge(
+    "toksvc_piece_cache_capacity_bytes",
+    "Bytes of the native piece cache",
+    multiprocess_mode="livesum",
+)
+PIECE_CACHE_ENTRIES = Gauge(
+    "toksvc_piece_cache_entries",
+    "Pieces held by the native piece cache",
+    multiprocess_mode="livesum",
+)
+_piece_cache_seen = {"hits": 0, "misses": 0, "busy": 0, "at": 0.0}
+
+
+def publish_piece_cache(now: float | None = None) -> None:
+    """Copy the native piece cache's counters into this worker's metrics (the deltas since the
+    last copy). Run on every scrape and, at most once a second, after a request."""
+    stats = native.piece_cache_stats()
+    _piece_cache_seen["at"] = time.monotonic() if now is None else now
+    for key, result in (("hits", "hit"), ("misses", "miss"), ("busy", "busy")):
+        delta = stats[key] - int(_piece_cache_seen[key])
+        if delta > 0:
+            PIECE_CACHE_EVENTS.labels(result).inc(delta)
+        _piece_cache_seen[key] = stats[key]
+    PIECE_CACHE_BYTES.set(stats["capacity_bytes"])
+    PIECE_CACHE_ENTRIES.set(stats["entries"])
 
 
 _TOKEN_CHILDREN: dict[tuple[str, str], tuple[Any, Any]] = {}  # (tokenizer, operation) -> counters
@@ -62,6 +94,8 @@ def record(tokenizer: str, operation: str, tokens: int, texts: Iterable[str | by
             for t in texts
         )
     )
+    if (now := time.monotonic()) - _piece_cache_seen["at"] >= 1.0:
+        publish_piece_cache(now)
 
 
 def publish_registry(registry: Registry, previous: Registry | None = None) -> None:
@@ -143,3 +177,8 @@ class MetricsController(PrometheusController):
     opt = MappingProxyType({traits.AUTH_EXEMPT: True})  # Prometheus scrapes without a key
     include_in_schema = False  # Prometheus text format, not part of the JSON API
     openmetrics_format = False
+
+    @get()
+    async def get(self) -> Response[bytes]:
+        publish_piece_cache()  # this worker's figures are fresh; the others' at most a second old
+        return await super().get.fn(self)  # type: ignore[no-any-return]

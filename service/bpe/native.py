@@ -5,10 +5,15 @@ whose Unicode classes were probed from tiktoken (see service/bpe/csrc/gen_unicod
 other pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules
 run in C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
 service then runs on the Python engine and says so.
+
+Behind every engine of the process sits one piece cache (service/bpe/csrc/piece_cache.h): the ids
+of pieces that needed merging, kept across calls, bounded in bytes, keyed with a random seed,
+scan-resistant, safe for threads and cleared in a forked child. It never changes an id.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -79,6 +84,26 @@ class NativeEngine:
         if self._split is not None:
             return [self.count_ordinary(t) for t in texts]
         return self._engine.count_batch(texts)
+
+
+PIECE_CACHE_STATS = ("capacity_bytes", "capacity_entries", "entries", "hits", "misses", "inserts",
+                     "refused", "busy")  # fmt: skip
+
+
+def configure_piece_cache(nbytes: int) -> None:
+    """The process's piece cache at most `nbytes` (0: none); asking for the size it already has
+    keeps it and its contents. A new table is keyed with 16 bytes from os.urandom."""
+    if _native is not None:
+        _native.piece_cache(nbytes, os.urandom(16))
+
+
+def piece_cache_stats() -> dict[str, int]:
+    """The piece cache's capacity (bytes, entries), entries held, and since the process started
+    (or forked): hits, misses, inserts, refused (admission said no), busy (a bucket was locked by
+    another thread, so the probe counted as a miss). All zero without the extension or a cache."""
+    if _native is None:
+        return dict.fromkeys(PIECE_CACHE_STATS, 0)
+    return _native.piece_cache_stats()
 
 
 def pairs_all_whole(vocab: Vocabulary) -> bool | None:

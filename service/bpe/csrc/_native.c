@@ -1,7 +1,8 @@
 /* service.bpe._native: the native BPE engine (pre-tokenizers for the shipped patterns, both merge
    rules). Typed wrapper: service/bpe/native.py; reference: service/bpe/engine.py's PythonEngine.
    Tables are read-only after construction, so any number of threads may encode at once; the GIL
-   is released while a text of GIL_THRESHOLD bytes or more is encoded. */
+   is released while a text of GIL_THRESHOLD bytes or more is encoded. The one mutable part, the
+   process's piece cache (piece_cache.h), is shared by every engine and safe for that. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -74,12 +75,16 @@ static int run_one(EngineObject *self, PyObject *text, sink_t *out) {
     int rc;
     const char *s = text_utf8(text, &n);
     if (!s) return -3;
+    pc_tally tally = {0, 0, 0, 0, 0};
+    pc_table *pc = pc_acquire();
     if (n >= GIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
-        rc = encode_text(self, (const uint8_t *)s, n, out);
+        rc = encode_text(self, (const uint8_t *)s, n, out, pc, &tally);
+        pc_release(pc, &tally);
         Py_END_ALLOW_THREADS
     } else {
-        rc = encode_text(self, (const uint8_t *)s, n, out);
+        rc = encode_text(self, (const uint8_t *)s, n, out, pc, &tally);
+        pc_release(pc, &tally);
     }
     return rc;
 }
@@ -117,9 +122,12 @@ static PyObject *batch(EngineObject *self, PyObject *texts, int count_only) {
         if (!ptrs[i]) goto done;
         outs[i].count_only = count_only;
     }
+    pc_tally tally = {0, 0, 0, 0, 0};
+    pc_table *pc = pc_acquire();
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
-        rc = encode_text(self, (const uint8_t *)ptrs[i], lens[i], &outs[i]);
+        rc = encode_text(self, (const uint8_t *)ptrs[i], lens[i], &outs[i], pc, &tally);
+    pc_release(pc, &tally);
     Py_END_ALLOW_THREADS
     if (rc) { raise_for(rc); goto done; }
     res = PyList_New(m);
@@ -230,6 +238,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->scanner = scanner;
+    self->serial = atomic_fetch_add(&g_engine_serial, 1) + 1;
     Py_ssize_t ntokens = PyObject_Length(tokens);
     if (ntokens < 0 || ensure_ints((size_t)ntokens)) return -1;
     int rc = -1;
@@ -344,7 +353,55 @@ static PyObject *native_split(PyObject *module, PyObject *args) {
     return list;
 }
 
+/* piece_cache(nbytes, seed): the process's piece cache at most nbytes (0: none); seed, 16 bytes
+   from the OS, keys a new table. The same nbytes again keeps the table and what it holds. */
+static PyObject *native_piece_cache(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_ssize_t nbytes;
+    Py_buffer seed;
+    if (!PyArg_ParseTuple(args, "ny*", &nbytes, &seed)) return NULL;
+    if (nbytes < 0 || seed.len != 16) {
+        PyBuffer_Release(&seed);
+        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0 and seed 16 bytes");
+        return NULL;
+    }
+    uint64_t key[2];
+    memcpy(key, seed.buf, sizeof key);
+    PyBuffer_Release(&seed);
+    pc_table *now = atomic_load(&g_pc);
+    if (now ? now->asked == (size_t)nbytes : nbytes == 0) Py_RETURN_NONE;
+    pc_table *t = NULL;
+    if (nbytes > 0 && !(t = pc_new((size_t)nbytes, key))) {
+        if ((size_t)nbytes >= PC_BUCKET_BYTES) return PyErr_NoMemory();
+    }
+    pc_swap(t);
+    Py_RETURN_NONE;
+}
+
+/* piece_cache_stats(): the cache's size and what it has seen in this process (since a fork) */
+static PyObject *native_piece_cache_stats(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    pc_table *t = atomic_load(&g_pc);
+    if (!t) return Py_BuildValue("{s:n,s:n,s:i,s:i,s:i,s:i,s:i,s:i}", "capacity_bytes",
+                                 (Py_ssize_t)0, "capacity_entries", (Py_ssize_t)0, "entries", 0,
+                                 "hits", 0, "misses", 0, "inserts", 0, "refused", 0, "busy", 0);
+    return Py_BuildValue(
+        "{s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K}", "capacity_bytes", (Py_ssize_t)t->nbytes,
+        "capacity_entries", (Py_ssize_t)((t->mask + 1) * PC_WAYS), "entries",
+        (unsigned long long)atomic_load(&t->entries), "hits",
+        (unsigned long long)atomic_load(&t->hits), "misses",
+        (unsigned long long)atomic_load(&t->misses), "inserts",
+        (unsigned long long)atomic_load(&t->inserts), "refused",
+        (unsigned long long)atomic_load(&t->refused), "busy",
+        (unsigned long long)atomic_load(&t->busy));
+}
+
 static PyMethodDef module_methods[] = {
+    {"piece_cache", native_piece_cache, METH_VARARGS,
+     "piece_cache(nbytes, seed): the process's piece cache at most nbytes (0: none)"},
+    {"piece_cache_stats", native_piece_cache_stats, METH_NOARGS,
+     "piece_cache_stats() -> dict of the piece cache's size and counters"},
     {"split", native_split, METH_VARARGS, "split(scanner, text) -> pieces"},
     {"build_tokens", native_build_tokens, METH_VARARGS,
      "build_tokens(rule, seed, merges) -> (tokens by id, triples) if every merge rule holds, else None"},
@@ -358,6 +415,10 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&EngineType) < 0) return NULL;
+    if (pthread_atfork(NULL, NULL, pc_after_fork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&native_module);
     if (!m) return NULL;
     Py_INCREF(&EngineType);

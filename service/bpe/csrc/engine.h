@@ -7,6 +7,7 @@
 
 #include "backtrack.h"
 #include "merge.h"
+#include "piece_cache.h"
 #include "pretok.h"
 
 #define MAX_TEXT 0x7FFFFFF0u
@@ -22,6 +23,7 @@ typedef struct {
     backtrack_t bk; /* the backtracking encoder's tables, either rule (bk.on: in use) */
     pair_table pt;
     size_t nbytes;
+    uint32_t serial; /* this engine's part of a piece cache key: unique in the process */
 } EngineObject;
 
 static scan_fn scanner_fn(int scanner) {
@@ -53,7 +55,8 @@ static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n,
 
 /* Within one text, a piece that is no token and occurs again is merged once: the memo maps its
    bytes (in the text itself) to where its ids went in the output (or to its count). Local to one
-   call, so no state is shared between threads or texts. */
+   call and free of locks; behind it, the process's piece cache (piece_cache.h) keeps pieces
+   across calls. */
 typedef struct {
     const uint8_t *key;
     uint32_t len, hash, start, count;
@@ -102,22 +105,62 @@ static int replay(sink_t *out, const memo_slot *sl) {
     return 0;
 }
 
+/* one call's use of the process's piece cache (piece_cache.h): the table (NULL: none), its tally,
+   and a scratch sink for the ids of a piece merged while only counting */
+typedef struct {
+    pc_table *t;
+    pc_tally tally;
+    sink_t scratch;
+} pc_ctx;
+
+/* merge_parts, through the piece cache when the piece fits an entry */
+static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                        pc_ctx *c) {
+    if (!c->t || n < PC_MIN_PIECE || n > PC_KEY) return merge_parts(e, s, n, out);
+    uint64_t h = pc_hash(c->t, s, n, e->serial);
+    uint32_t ids[PC_IDS];
+    int got = pc_get(c->t, e->serial, s, n, h, ids, &c->tally);
+    if (got >= 0) {
+        if (out->count_only) { out->len += (size_t)got; return 0; }
+        for (int i = 0; i < got; i++)
+            if (sink_put(out, ids[i])) return -1;
+        return 0;
+    }
+    const uint32_t *made;
+    size_t nmade;
+    int rc;
+    if (out->count_only) {
+        c->scratch.len = 0;
+        if ((rc = merge_parts(e, s, n, &c->scratch))) return rc;
+        out->len += c->scratch.len;
+        made = c->scratch.ids;
+        nmade = c->scratch.len;
+    } else {
+        size_t before = out->len;
+        if ((rc = merge_parts(e, s, n, out))) return rc;
+        made = out->ids + before;
+        nmade = out->len - before;
+    }
+    if (n + 4 * nmade <= PC_PAYLOAD) pc_put(c->t, e->serial, s, n, h, made, nmade, &c->tally);
+    return 0;
+}
+
 static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out, memo_t *m,
-                      int *memo_off) {
+                      int *memo_off, pc_ctx *c) {
     if (!e->pairs) {
         uint32_t whole = bt_lookup(&e->bt, s, n);
         if (whole != NO_RANK) return sink_put(out, whole);
     } else if (n == 1) {
         return sink_put(out, e->pt.byte_ids[s[0]]);
     }
-    if (n > MEMO_MAX_PIECE || *memo_off) return merge_parts(e, s, n, out); /* whole: tried */
+    if (n > MEMO_MAX_PIECE || *memo_off) return merge_cached(e, s, n, out, c); /* whole: tried */
     uint32_t h = hash_bytes(s, n);
     if (m->slots) {
         memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
         if (sl->key) return replay(out, sl);
     }
     size_t before = out->len;
-    int rc = merge_parts(e, s, n, out);
+    int rc = merge_cached(e, s, n, out, c);
     if (rc) return rc;
     if (memo_room(m)) { *memo_off = 1; return 0; }
     memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
@@ -126,17 +169,26 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
     return 0;
 }
 
-static int encode_text(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+/* `pc`: the piece cache this call may use (NULL: none); what it saw goes into *tally */
+static int encode_text(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                       pc_table *pc, pc_tally *tally) {
     scan_fn scan = scanner_fn(e->scanner);
     if (!scan) return merge_piece(e, s, n, out);
     memo_t memo = {0};
+    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}};
     int memo_off = 0, rc = 0;
     for (size_t p = 0; p < n;) {
         size_t q = scan(s, n, p);
-        rc = merge_memo(e, s + p, q - p, out, &memo, &memo_off);
+        rc = merge_memo(e, s + p, q - p, out, &memo, &memo_off, &c);
         if (rc) break;
         p = q;
     }
     free(memo.slots);
+    free(c.scratch.ids);
+    tally->hits += c.tally.hits;
+    tally->misses += c.tally.misses;
+    tally->inserts += c.tally.inserts;
+    tally->refused += c.tally.refused;
+    tally->busy += c.tally.busy;
     return rc;
 }

@@ -15,8 +15,11 @@ the rank of the pair now at its position differs (a rank names one token, so equ
 #define LONG_PIECE 64
 
 /* ---- token bytes -> id (the ranks rule) ---- */
+#define SLOT_HEAD 16
 typedef struct {
     uint32_t hash, off, len, id;
+    uint8_t head[SLOT_HEAD]; /* the token's first bytes: most tokens are compared in the slot's
+                                own cache line, without a trip to the blob */
 } slot_t;
 
 typedef struct {
@@ -65,7 +68,11 @@ static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t 
     for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
         const slot_t *sl = &t->slots[i];
         if (sl->len == 0) return NO_RANK;
-        if (sl->hash == h && sl->len == len && same_bytes(t->blob + sl->off, k, len))
+        if (sl->hash == h && sl->len == len &&
+            (len <= SLOT_HEAD ? same_bytes(sl->head, k, len)
+                              : memcmp(sl->head, k, SLOT_HEAD) == 0 &&
+                                    memcmp(t->blob + sl->off + SLOT_HEAD, k + SLOT_HEAD,
+                                           len - SLOT_HEAD) == 0))
             return sl->id;
     }
 }
@@ -82,6 +89,7 @@ static int bt_insert(bytes_table *t, uint32_t off, uint32_t len, uint32_t id) {
         slot_t *sl = &t->slots[i];
         if (sl->len == 0) {
             sl->hash = h; sl->off = off; sl->len = len; sl->id = id;
+            memcpy(sl->head, k, len < SLOT_HEAD ? len : SLOT_HEAD);
             return 0;
         }
         if (sl->hash == h && sl->len == len && memcmp(t->blob + sl->off, k, len) == 0) {
