@@ -122,6 +122,8 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
     except msgspec.DecodeError as exc:
         _refuse_lone_surrogates(value)
         raise ValidationException(f"malformed JSON: {exc}") from None
+    except RecursionError:  # msgspec recurses once per level, up to Python's recursion limit
+        raise ValidationException("malformed JSON: lists and objects nest too deeply") from None
     check_items(settings, *data.size())
     return data
 
