@@ -16,6 +16,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from service.api.connection import LINGER_BYTES
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import Server, start_server, stop_server
 
@@ -130,6 +131,28 @@ def test_too_many_ids_in_one_stream(limited: Server) -> None:
     body = json.dumps({"ids": [9906] * 101}).encode() + b"\n"
     r = httpx.post(limited.base + f"{T}/decode/stream", content=body, timeout=30)
     assert r.json()["error"]["type"] == "/problems/limit-exceeded"
+
+
+def test_a_client_that_keeps_sending_after_its_stream_ended_is_disconnected(
+    limited: Server,
+) -> None:
+    stream = NdjsonStream(limited.port, f"{T}/decode/stream")
+    try:
+        stream.send({"ids": [9906] * 101})  # over the 100 ids of a stream: the answer ends
+        lines = stream.read_all()
+        assert lines[-1]["error"]["type"] == "/problems/limit-exceeded"
+        line = json.dumps({"ids": [9906] * 1000}).encode() + b"\n"
+        sent, closed = 0, False
+        while sent < 256 * LINGER_BYTES and not closed:  # the server reads at most LINGER_BYTES
+            try:
+                stream.send_raw(line * 10)
+                sent += len(line) * 10
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        assert closed, f"still connected after {sent} bytes sent past the end of the answer"
+    finally:
+        stream.close()
+    assert httpx.get(limited.base + "/healthz").status_code == 200
 
 
 def test_websocket_oversized_message_and_idle_socket(limited: Server) -> None:
