@@ -72,7 +72,9 @@ def estimate_request(
     max_chars: int = 32 * 1024 * 1024,
 ) -> Estimated:
     """Input tokens from a conversation or a text (exactly one); output tokens from
-    `output_tokens`, else `max_output_tokens`, else the model's maximum."""
+    `output_tokens`, else `max_output_tokens`, else as many as the model may generate in what the
+    input leaves of its window (its maximum output, or less where the maximum equals the window,
+    as for gpt-4, qwen3 and gpt-oss)."""
     if (messages is None) == (text is None):
         raise ChatInputError(None, "messages", "give exactly one of messages or text")
     if output_tokens is not None and max_output_tokens is not None:
@@ -110,7 +112,8 @@ def estimate_request(
             raise ChatInputError(None, "max_output_tokens", f"exceeds the model's maximum of "
                                  f"{model.profile.max_output_tokens}")  # fmt: skip
         n_output = max_output_tokens
-    else:
-        n_output = model.profile.max_output_tokens
+    else:  # what the API would let this request generate; an input alone too long overflows
+        room = model.profile.context_window - n_input
+        n_output = max(0, min(model.profile.max_output_tokens, room))
     result = estimate(registry.models, model, n_input, n_output, cached_input_tokens)
     return Estimated(model, tok, result, exact, method)

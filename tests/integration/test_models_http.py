@@ -182,6 +182,22 @@ def test_missing_price_and_overflow(server: Server) -> None:
     assert doc["needed"] == 9010 and doc["context_window"] == 8192
 
 
+@pytest.mark.parametrize("name", ["gpt-4", "gpt-4o"])
+def test_estimate_default_output_fits_what_the_window_leaves(server: Server, name: str) -> None:
+    info = httpx.get(f"{server.base}/v1/models/{name}").json()
+    window, most = info["context_window"], info["max_output_tokens"]
+    body = {"text": "Hello, world"}
+    r = httpx.post(f"{server.base}/v1/models/{name}/estimate", json=body)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["output_tokens"] == min(most, window - doc["input_tokens"])
+    assert doc["remaining_context"] == window - doc["input_tokens"] - doc["output_tokens"]
+    body = {"text": " hello" * (window + 10)}  # the input alone does not fit
+    doc = problem(httpx.post(f"{server.base}/v1/models/{name}/estimate", json=body),
+                  422, "context-overflow")  # fmt: skip
+    assert doc["needed"] > window
+
+
 def test_truncate_and_chunk(server: Server) -> None:
     text = "Hello world, 你好 🎉 " * 50
     r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/truncate",

@@ -161,8 +161,8 @@ class ChatCountResponse(ResponseBody, frozen=True):
 
 class EstimateRequest(RequestBody, frozen=True):
     """A conversation (`messages`, `tools`) or a `text`; `max_output_tokens` (default: the
-    model's maximum) or `output_tokens` (an expected count); `cached_input_tokens` of the input
-    served by a prompt cache."""
+    model's maximum, within what the window leaves) or `output_tokens` (an expected count);
+    `cached_input_tokens` of the input served by a prompt cache."""
 
     messages: Annotated[
         list[dict[str, Any]] | None,
@@ -178,7 +178,11 @@ class EstimateRequest(RequestBody, frozen=True):
     ] = None
     max_output_tokens: Annotated[
         Tokens | None,
-        doc("the request's output limit (default: the model's maximum): the worst case", 1000),
+        doc(
+            "the request's output limit (default: the model's maximum, or what the window "
+            "leaves after the input): the worst case",
+            1000,
+        ),
     ] = None
     output_tokens: Annotated[
         Tokens | None, doc("an expected number of output tokens instead of the limit", 100)
