@@ -11,7 +11,8 @@ A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which 
 that is a 422 naming its offset, anything else a 400 with the parser's reason.
 
 `BodyRequest` reads the body within TOKSVC_BODY_SECONDS: a client that sends it more slowly gets
-a 408 and the worker moves on.
+a 408 and the worker moves on. A body declared as something else than JSON (a form, say) is a
+415 before it is read (`json_media_type`); no `Content-Type` at all is taken as JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import msgspec
 from litestar import Request
 from litestar.dto import AbstractDTO
 from litestar.dto.data_structures import DTOFieldDefinition
-from litestar.exceptions import ValidationException
+from litestar.exceptions import ClientException, ValidationException
 from litestar.handlers import BaseRouteHandler
 from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
@@ -39,8 +40,23 @@ from service.settings import Settings
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
 
 
+def json_media_type(content_type: str | None) -> bool:
+    """Whether a request's `Content-Type` may be a JSON body: absent, `application/json` or a
+    `+json` type (parameters such as `charset` aside)."""
+    if not content_type:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
 class BodyRequest(Request[Any, Any, Any]):
     async def body(self) -> bytes:
+        content_type = self.headers.get("content-type")
+        if self.route_handler.handler_id in StrictBody.decoders and not json_media_type(
+            content_type
+        ):
+            raise ClientException(f"the body must be JSON (application/json), not {content_type}",
+                                  status_code=415)  # fmt: skip
         seconds = worker_of(self.app).settings.body_seconds
         try:
             async with asyncio.timeout(seconds):
