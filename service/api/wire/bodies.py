@@ -129,7 +129,8 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
         limit := settings.max_batch_items
     ):
         # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
-        # before decoding millions of them
+        # before decoding millions of them; a body that cannot be a batch is a 400, not a 413
+        _refuse_non_batch(value)
         raise LimitExceededError("items per batch", limit, lists)
     try:
         data: RequestBody = decoder.decode(value)
@@ -142,6 +143,14 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
         raise ValidationException("malformed JSON: lists and objects nest too deeply") from None
     check_items(settings, *data.size())
     return data
+
+
+def _refuse_non_batch(body: bytes) -> None:
+    """A decode body has no "[" or "]" in a string and nests lists two deep at most (`batch`)."""
+    if body.count(b"]") != body.count(b"["):
+        raise ValidationException("malformed JSON: its [ and ] do not pair up")
+    if b"[[[" in body.translate(None, b" \t\r\n"):
+        raise ValidationException("invalid body: lists nest deeper than a batch of ids")
 
 
 def _refuse_lone_surrogates(body: bytes) -> None:
