@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from service.api.connection import LINGER_BYTES
@@ -163,6 +163,21 @@ def test_a_client_that_keeps_sending_after_its_stream_ended_is_disconnected(
     finally:
         stream.close()
     assert httpx.get(limited.base + "/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("query", ["errors=maybe", "usage=perhaps"])
+def test_a_websocket_with_a_bad_query_gets_a_400_problem(limited: Server, query: str) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"ws://127.0.0.1:{limited.port}{T}/decode/ws?{query}")
+    response = refused.value.response
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/problem+json")
+    doc = json.loads(response.body or b"{}")
+    assert doc["type"] == "/problems/invalid-body"
+    assert doc["errors"][0]["key"] == query.split("=", maxsplit=1)[0]
+    with connect(f"ws://127.0.0.1:{limited.port}{T}/decode/ws?errors=strict&usage=1") as ws:
+        ws.send(json.dumps({"ids": [9906], "final": True}))
+        assert json.loads(ws.recv(timeout=10))["text"] == "Hello"
 
 
 def test_websocket_oversized_message_and_idle_socket(limited: Server) -> None:
