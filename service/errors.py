@@ -12,6 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
+ECHO_CHARS = 200  # of a client's input quoted back in an error (a name, a token, a field)
+
+
+def echoed(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` as an error quotes it: at most `limit` characters, then "…"."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
 
 class ToksvcError(Exception):
     """Base class of every error this project raises on purpose."""
@@ -54,7 +61,7 @@ class UnknownSpecialError(InputError):
     fact_names = ("tokens",)
 
     def __init__(self, tokens: Iterable[str]) -> None:
-        self.tokens = sorted(tokens)
+        self.tokens = [echoed(t) for t in sorted(tokens)[:10]]  # the first 10 are reported
         super().__init__(f"not special tokens of this tokenizer: {', '.join(self.tokens)}")
 
 
@@ -124,7 +131,8 @@ class ChatInputError(InputError):
 
     def __init__(self, index: int | None, field: str, reason: str) -> None:
         self.index = index
-        self.field = field
+        self.field = field = echoed(field)
+        reason = echoed(reason, 4 * ECHO_CHARS)
         where = field if index is None else f"messages[{index}].{field}"
         super().__init__(f"{where}: {reason}")
 
@@ -138,7 +146,7 @@ class TemplateError(InputError):
     kind, title = "template-error", "The chat template raised"
 
     def __init__(self, message: str) -> None:
-        self.template_message = message
+        self.template_message = message = echoed(message, 4 * ECHO_CHARS)
         super().__init__(f"the chat template raised: {message}")
 
 
@@ -209,7 +217,7 @@ class _NotFoundError(ToksvcError):
     fact_names = ("available",)
 
     def __init__(self, ref: str, available: Iterable[str]) -> None:
-        self.ref = ref
+        self.ref = ref = echoed(ref)
         self.available = sorted(available)
         super().__init__(
             f"no {self.what} {ref!r} is loaded; available: {', '.join(self.available) or 'none'}"

@@ -112,6 +112,27 @@ def test_bad_input_gets_a_typed_problem(limited: Server, case: Any) -> None:
     assert httpx.get(limited.base + "/healthz").status_code == 200  # still serving
 
 
+LONG = "x" * 20_000  # quoted back whole, each answer below was over 20 KB
+ECHOES = [
+    ("POST", f"/v1/tokenizers/{LONG}/count", {"text": "a"}),
+    ("POST", f"/v1/models/{LONG}/count", {"messages": []}),
+    ("POST", f"{T}/encode", {"text": "a", "allowed_special": [LONG, LONG + "y", LONG + "z"]}),
+    ("POST", f"{T}/encode", {"text": "a", LONG: 1}),
+    ("POST", f"{T}/encode", {"text": "a", "offsets": LONG}),
+    ("POST", f"{T}/decode/stream?errors={LONG}", {"ids": [1]}),
+    ("POST", "/v1/models/gpt-4o/count", {"messages": [{"role": LONG}]}),
+    ("POST", "/v1/models/gpt-4o/count", {"messages": [{"role": "user", LONG: 1}]}),
+]
+
+
+@pytest.mark.parametrize("case", ECHOES, ids=[str(i) for i in range(len(ECHOES))])
+def test_input_quoted_back_in_a_problem_is_cut(limited: Server, case: Any) -> None:
+    method, path, body = case
+    r = httpx.request(method, limited.base + path, json=body, timeout=30)
+    assert 400 <= r.status_code < 500 and r.json()["detail"]
+    assert len(r.content) < 4_000 and "xxxxx…" in r.text, (r.status_code, len(r.content))
+
+
 def test_a_stream_that_never_ends_is_cut_at_the_limit(limited: Server) -> None:
     stream = NdjsonStream(limited.port, f"{T}/decode/stream")
     try:
