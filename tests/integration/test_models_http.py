@@ -296,6 +296,23 @@ def test_ndjson_stream_meters_with_a_model(server: Server) -> None:
     problem(unknown, 404, "unknown-model")
 
 
+def test_a_metered_stream_that_ends_in_an_error_reports_its_usage(server: Server) -> None:
+    body = b'{"ids": [9906]}\n{"ids": [11, 1917]}\n{"ids": [-1]}\n{"ids": [11]}\n'
+    url = f"{server.base}/v1/tokenizers/cl100k_base/decode/stream"
+    ndjson = {"content-type": "application/x-ndjson"}
+    lines = [json.loads(x) for x in httpx.post(f"{url}?usage=true", content=body,
+                                               headers=ndjson).text.splitlines()]  # fmt: skip
+    assert [line.get("count") for line in lines[:-1]] == [1, 3]
+    last = lines[-1]
+    assert last["error"]["type"] == "/problems/unknown-token-id"
+    assert last["usage"] == {"output_tokens": 3}  # the ids decoded before the error
+    priced = httpx.post(f"{url}?model=gpt-4", content=body, headers=ndjson)
+    usage = json.loads(priced.text.splitlines()[-1])["usage"]
+    assert usage["model"] == "gpt-4@1" and Decimal(usage["cost"]) == 3 * Decimal("60") / 10**6
+    plain = httpx.post(url, content=body, headers=ndjson).text.splitlines()[-1]
+    assert "usage" not in json.loads(plain)  # off unless asked
+
+
 def test_websocket_meters_without_a_price(server: Server) -> None:
     from websockets.sync.client import connect  # noqa: PLC0415
 

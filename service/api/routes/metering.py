@@ -26,8 +26,16 @@ class Meter:
         return StreamTextResponse(text=text, count=self.count if self.on else None)
 
     def last(self, text: str, reason: str | None = None) -> StreamTextResponse:
-        if not self.on:
+        usage = self.usage()
+        if usage is None:
             return StreamTextResponse(text=text, done=True, reason=reason)
+        return StreamTextResponse(text=text, done=True, reason=reason, count=self.count,
+                                  usage=usage)  # fmt: skip
+
+    def usage(self) -> StreamUsage | None:
+        """The usage so far (None when metering is off): the last line's, or an error line's."""
+        if not self.on:
+            return None
         usage = StreamUsage(output_tokens=self.count)
         if self.model is not None and self.price is not None:
             cost = self.count * Decimal(self.price.price.output_per_million) / MILLION
@@ -40,8 +48,7 @@ class Meter:
             )
         elif self.model is not None:
             usage = StreamUsage(output_tokens=self.count, model=self.model.ref)
-        return StreamTextResponse(text=text, done=True, reason=reason, count=self.count,
-                                  usage=usage)  # fmt: skip
+        return usage
 
 
 def meter_for(registry: Registry, usage: bool, model: str | None) -> Meter:
