@@ -145,10 +145,13 @@ def test_an_invalid_message_shows_the_api_detail(pg: Watched) -> None:
     shown_count(pg, "gpt-oss@1", page_messages(page))
     expect(page.locator("#ch-error")).to_be_hidden()
 
-    # gpt-4's maximum output fills its whole context window: the estimate says so
+    # gpt-4's maximum output is its whole context window: by default the estimate prices what
+    # the window leaves after the input
     page.locator("#ch-model").select_option("gpt-4@1")
-    overflow = pg.problem("/v1/models/gpt-4@1/estimate", {"messages": page_messages(page)}, 422)
-    expect(page.locator("#ch-cost-error")).to_contain_text(overflow["detail"])
+    est = pg.api("/v1/models/gpt-4@1/estimate", {"messages": page_messages(page)})
+    assert est["output_tokens"] == est["context_window"] - est["input_tokens"]
+    expect(page.locator("#ch-outtok")).to_have_text(f"{est['output_tokens']:,}")
+    expect(page.locator("#ch-cost-error")).to_be_hidden()
     page.locator("#ch-outset").check()
     page.locator("#ch-outn").fill("100")
     expect(page.locator("#ch-cost-error")).to_be_hidden()
