@@ -8,6 +8,12 @@ and a slow reader trickles through a stream. A probe asks /readyz on a fresh con
 successful probe, peak RSS of the service's processes, and its exit status after SIGTERM.
 
     python loadtests/chaos.py --seconds 60
+
+`--attacks` runs instead the adversarial attacks of issue 23 (`attacks.py`: every High and
+Medium finding), against 1 and then 2 workers, and prints a table per attack: outcomes, the
+longest /healthz answer, the peak RSS of a worker (`attack_run.py`).
+
+    python loadtests/chaos.py --attacks [--workers-list 1,2] [--scale 1.0] [--only H1,M6]
 """
 
 from __future__ import annotations
@@ -192,7 +198,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--threads", type=int, default=6)
+    parser.add_argument("--attacks", action="store_true", help="run the issue 23 attacks")
+    parser.add_argument("--workers-list", default="1,2", help="with --attacks: worker counts")
+    parser.add_argument("--scale", type=float, default=1.0, help="with --attacks: size factor")
+    parser.add_argument("--rss-guard", type=float, default=6000, help="MB of one worker")
+    parser.add_argument("--only", default="", help="with --attacks: name prefixes, e.g. H1,M6")
     args = parser.parse_args()
+    if args.attacks:
+        import attack_run
+
+        workers = [int(w) for w in args.workers_list.split(",")]
+        return attack_run.run(workers, args.scale, args.rss_guard, args.only)
     tmp = Path(tempfile.mkdtemp(prefix="toksvc-chaos-"))
     server = start(serving.small_store(tmp), tmp / "server.log")
     proc = server.process

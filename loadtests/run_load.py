@@ -27,12 +27,22 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--spawn-rate", type=float, default=10)
     parser.add_argument("--seconds", type=int, default=30)
-    parser.add_argument("--p99-ms", type=float, default=2000, help="fail if any task's p99 is above")
+    parser.add_argument(
+        "--p99-ms", type=float, default=2000, help="fail if any task's p99 is above"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "loadtests" / "results" / "load")
-    parser.add_argument("--rss-every", type=float, default=0,
-                        help="sample the workers' resident memory every N seconds (soak runs)")
-    parser.add_argument("--warmup", type=float, default=60,
-                        help="seconds of the run that count as warm-up for memory growth")
+    parser.add_argument(
+        "--rss-every",
+        type=float,
+        default=0,
+        help="sample the workers' resident memory every N seconds (soak runs)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=60,
+        help="seconds of the run that count as warm-up for memory growth",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     try:
@@ -94,15 +104,19 @@ class RssSampler(threading.Thread):
         self._stop.set()
 
     def report(self, warmup: float) -> None:
-        self.path.write_text("seconds,rss_mb\n" + "".join(f"{t:.1f},{m:.1f}\n" for t, m in self.samples))
+        self.path.write_text(
+            "seconds,rss_mb\n" + "".join(f"{t:.1f},{m:.1f}\n" for t, m in self.samples)
+        )
         after = [m for t, m in self.samples if t >= warmup]
         if len(after) < 2:
             print("memory: too few samples after warm-up")
             return
         first, last, peak = after[0], after[-1], max(after)
-        print(f"memory (all service processes): {first:.0f} MB after {warmup:.0f} s warm-up, "
-              f"{last:.0f} MB at the end, peak {peak:.0f} MB: growth {100 * (last / first - 1):+.1f}% "
-              f"({len(self.samples)} samples every {self.every:g} s, in {self.path})")
+        print(
+            f"memory (all service processes): {first:.0f} MB after {warmup:.0f} s warm-up, "
+            f"{last:.0f} MB at the end, peak {peak:.0f} MB: growth {100 * (last / first - 1):+.1f}% "
+            f"({len(self.samples)} samples every {self.every:g} s, in {self.path})"
+        )
 
 
 def summarize(stats: Path, p99_limit: float, workers: int, users: int) -> int:

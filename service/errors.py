@@ -13,6 +13,13 @@ import difflib
 from collections.abc import Iterable
 from typing import ClassVar
 
+ECHO_CHARS = 200  # of a client's input quoted back in an error (a name, a token, a field)
+
+
+def echoed(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` as an error quotes it: at most `limit` characters, then "…"."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
 
 class ToksvcError(Exception):
     """Base class of every error this project raises on purpose."""
@@ -55,7 +62,7 @@ class UnknownSpecialError(InputError):
     fact_names = ("tokens",)
 
     def __init__(self, tokens: Iterable[str]) -> None:
-        self.tokens = sorted(tokens)
+        self.tokens = [echoed(t) for t in sorted(tokens)[:10]]  # the first 10 are reported
         super().__init__(f"not special tokens of this tokenizer: {', '.join(self.tokens)}")
 
 
@@ -136,7 +143,8 @@ class ChatInputError(InputError):
 
     def __init__(self, index: int | None, field: str, reason: str) -> None:
         self.index = index
-        self.field = field
+        self.field = field = echoed(field)
+        reason = echoed(reason, 4 * ECHO_CHARS)
         where = field if index is None else f"messages[{index}].{field}"
         super().__init__(f"{where}: {reason}")
 
@@ -150,7 +158,7 @@ class TemplateError(InputError):
     kind, title = "template-error", "The chat template raised"
 
     def __init__(self, message: str) -> None:
-        self.template_message = message
+        self.template_message = message = echoed(message, 4 * ECHO_CHARS)
         super().__init__(f"the chat template raised: {message}")
 
 
@@ -223,7 +231,7 @@ class _NotFoundError(ToksvcError):
     fact_names = ("available", "closest")
 
     def __init__(self, ref: str, available: Iterable[str]) -> None:
-        self.ref = ref
+        self.ref = ref = echoed(ref)
         self.available = sorted(set(available))
         self.closest = difflib.get_close_matches(ref, self.available, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(map(repr, self.closest))}?" if self.closest else ""

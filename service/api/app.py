@@ -6,11 +6,10 @@ from __future__ import annotations
 import logging
 
 from litestar import Litestar
-from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.types import Middleware
 
-from service.api import auth, lifecycle, metrics, problems
+from service.api import auth, cors, lifecycle, metrics, problems
 from service.api.budget import RequestBudget
 from service.api.dependencies import SIGNATURE_TYPES, dependencies
 from service.api.handoff import Handoff, received
@@ -51,7 +50,7 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
     worker = Worker(settings, registry, process=handoff.process)
     if registry is not None:
         metrics.publish_registry(registry)
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             *catalog.ROUTES,
             *probes.ROUTES,
@@ -80,22 +79,14 @@ def create_app(settings: Settings | None = None, registry: Registry | None = Non
             *_access(settings),
             RequestBudget(),
         ],
-        cors_config=_cors(settings),
+        cors_config=cors.config(settings),
         request_max_body_size=settings.max_body_bytes,
         openapi_config=docs.openapi_config(),
     )
+    return cors.refusals_as_problems(app)
 
 
 def _access(settings: Settings) -> list[Middleware]:
     """API keys, if any are configured (off by default; `service.api.auth`)."""
     keys = auth.load_keys(settings)
     return [auth.ApiKeys(keys)] if keys else []
-
-
-def _cors(settings: Settings) -> CORSConfig | None:
-    """CORS for the listed origins only (TOKSVC_CORS_ORIGINS); off by default."""
-    origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
-    if not origins:
-        return None
-    return CORSConfig(allow_origins=origins, allow_methods=["GET", "POST"],
-                      allow_headers=["authorization", "content-type", "x-api-key"])  # fmt: skip

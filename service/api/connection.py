@@ -5,6 +5,12 @@
   httptools parser has no such limit: a 300 MB header was read whole).
 - **Header deadline**: the request line and headers must arrive within TOKSVC_HEADER_SECONDS
   (a client that trickles its headers is disconnected; uvicorn has no such timeout).
+- **Lingering close**: a response that ends before its request body (an early answer: a 413,
+  or a stream ended by its ids limit while the client keeps sending) closes the connection the
+  way nginx's `lingering_close` does: the server shuts its side (the answer is complete), reads
+  and discards what the client still sends for at most LINGER_SECONDS or LINGER_BYTES, then
+  closes. (uvicorn drops such bytes, keeps the connection alive and resets its keep-alive clock
+  on every read: a client that never stops sending held the connection for ever.)
 - **Write deadline**: when a client stops reading, the transport's buffer fills and asyncio pauses
   writing. If it stays paused for TOKSVC_WRITE_SECONDS, the connection is aborted (not closed:
   `close()` would wait for the unread buffer to drain), which drops the buffered output and
@@ -32,6 +38,8 @@ from service.api.handoff import received
 from service.settings import Settings
 
 log = logging.getLogger("toksvc")
+LINGER_SECONDS = 5.0  # after an early answer: how long the client's remaining body is read
+LINGER_BYTES = 1 << 20  # and how much of it
 
 
 class _HeadTooLargeError(httptools.HttpParserError):
@@ -89,9 +97,16 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         self._too_large = False
         self._parsed_head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._linger_left = -1  # bytes still read and dropped after an early answer; -1: not
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
+            return
+        if self._linger_left >= 0:
+            self._linger_left -= len(data)
+            if self._linger_left < 0:
+                self._end_linger()
             return
         super().data_received(data)
         if self._reading_head and not self._refused:  # still no end of the headers
@@ -153,6 +168,27 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
         self._stop_head_clock()
         super().on_headers_complete()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            self._linger()  # answered before the request body ended
+
+    def _linger(self) -> None:
+        self._unset_keepalive_if_required()
+        self._linger_left = LINGER_BYTES
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # the answer is complete: the client reads EOF after it
+        self._linger_timer = self.loop.call_later(LINGER_SECONDS, self._end_linger)
+
+    def _end_linger(self) -> None:
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
+        if not self.transport.is_closing():
+            log.info("client %s kept sending after its answer: connection closed", self.client)
+            self.transport.close()
+
     def _refuse_head(self) -> None:
         self._refused = True
         if self.transport.is_closing():  # the parser refused the request already
@@ -169,6 +205,9 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_clock()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
         super().connection_lost(exc)
 
 

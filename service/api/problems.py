@@ -69,9 +69,18 @@ def for_error(exc: e.ToksvcError) -> ProblemResponse:
 
 
 def for_http(status: int, detail: str, **facts: Any) -> ProblemResponse:
+    """A problem for an HTTP-level refusal; Litestar's and msgspec's messages quote the input
+    (an unknown field, an enum value), so every string is cut as `errors.echoed` cuts it."""
     kind, title = HTTP_TYPES.get(status, ("http-error", "HTTP error"))
-    return ProblemResponse(type=TYPE_BASE + kind, title=title, status=status, detail=detail,
-                           **facts)  # fmt: skip
+    errors = facts.pop("errors", None)
+    if errors is not None:
+        facts["errors"] = [{k: _cut(v) for k, v in entry.items()} for entry in errors[:20]]
+    return ProblemResponse(type=TYPE_BASE + kind, title=title, status=status,
+                           detail=_cut(detail), **facts)  # fmt: skip
+
+
+def _cut(value: Any) -> Any:
+    return e.echoed(value, 4 * e.ECHO_CHARS) if isinstance(value, str) else value
 
 
 def invalid_body(detail: str) -> ProblemResponse:

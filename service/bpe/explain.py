@@ -31,6 +31,7 @@ from service.errors import InputError, LimitExceededError
 
 MAX_EXPLAIN_CHARS = 256  # characters of text one explanation may cover
 MAX_INLINE_MERGES = 512  # merges of a vocabulary given inline (or trained in the playground)
+MAX_EXPLAIN_BYTES = 4 * MAX_EXPLAIN_CHARS  # UTF-8 bytes of the longest text one may explain
 
 _NONE = 1 << 62
 
@@ -140,8 +141,10 @@ def replay(piece: PieceSteps, upto: int | None = None) -> list[int]:
 def inline_vocabulary(rule: Rule, merges: Sequence[Sequence[int]]) -> Vocabulary:
     """A small vocabulary over the identity byte ids from merges `[left, right, new]` given by a
     person. The new ids must be 256, 257, ... in order (a merge's id is its rank), each merge
-    may only use ids defined before it, and under `ranks` no two tokens may have the same bytes
-    (the rule looks tokens up by their bytes)."""
+    may only use ids defined before it, under `ranks` no two tokens may have the same bytes (the
+    rule looks tokens up by their bytes), and no token may be longer than the longest text one
+    may explain (`MAX_EXPLAIN_BYTES`): merges that join a token with itself double its length,
+    so a few dozen of them would otherwise build gigabytes."""
     if len(merges) > MAX_INLINE_MERGES:
         raise LimitExceededError("inline merges", MAX_INLINE_MERGES, len(merges))
     data: list[bytes] = [bytes([b]) for b in range(256)]
@@ -160,6 +163,12 @@ def inline_vocabulary(rule: Rule, merges: Sequence[Sequence[int]]) -> Vocabulary
         if (left, right) in pairs:
             raise InputError(f"merge {n}: the pair [{left}, {right}] is merged twice")
         pairs.add((left, right))
+        length = len(data[left]) + len(data[right])
+        if length > MAX_EXPLAIN_BYTES:
+            raise InputError(
+                f"merge {n}: its token would be {length} bytes, longer than any text one may "
+                f"explain ({MAX_EXPLAIN_CHARS} characters, at most {MAX_EXPLAIN_BYTES} bytes)"
+            )
         joined = data[left] + data[right]
         if rule == "ranks" and joined in seen:
             raise InputError(

@@ -7,7 +7,9 @@ work, so for every way of cutting the ids into chunks the joined output equals t
 with the same `errors` mode.
 
 For stateless serving, `state()` packs the held-back bytes (at most three) and the byte offset into
-an opaque string, and `StreamDecoder.resume()` continues from it on any replica.
+an opaque string, and `StreamDecoder.resume()` continues from it on any replica. `resume` takes
+only a string `state()` could have written, byte for byte (canonical decimal and base64); the
+offset saturates at `MAX_OFFSET`, so every state it returns is one it takes back.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Sequence
 from service.errors import StreamStateError, UndecodableBytesError
 
 _STATE_PREFIX = "u8."
+MAX_OFFSET = 2**53 - 1  # bytes before the held-back ones a state records (then it saturates)
 
 
 class StreamDecoder:
@@ -53,8 +56,7 @@ class StreamDecoder:
 
     def state(self) -> str:
         """An opaque string from which `resume` continues this stream."""
-        packed = base64.urlsafe_b64encode(self.pending).decode("ascii")
-        return f"{_STATE_PREFIX}{self._offset}.{packed}"
+        return _pack(self.pending, min(self._offset, MAX_OFFSET))
 
     @classmethod
     def resume(
@@ -77,6 +79,10 @@ class StreamDecoder:
         return text
 
 
+def _pack(pending: bytes, offset: int) -> str:
+    return f"{_STATE_PREFIX}{offset}.{base64.urlsafe_b64encode(pending).decode('ascii')}"
+
+
 def _unpack(state: str) -> tuple[bytes, int]:
     """Check a state string: it must be one `state()` could have produced."""
     try:
@@ -90,9 +96,12 @@ def _unpack(state: str) -> tuple[bytes, int]:
         probe = codecs.getincrementaldecoder("utf-8")("strict")
         if probe.decode(pending) or probe.getstate()[0] != pending or len(pending) > 3:
             raise ValueError
+        offset = int(offset_text)
+        if offset > MAX_OFFSET or _pack(pending, offset) != state:  # e.g. "007", "8J9="
+            raise ValueError
     except (ValueError, UnicodeError):
         raise StreamStateError(
             "state is not one this service returned; pass the `state` of the previous step "
             "unchanged, or null to start a stream"
         ) from None
-    return pending, int(offset_text)
+    return pending, offset

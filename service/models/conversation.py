@@ -4,12 +4,17 @@ What a template sees is what vLLM hands it: content given as a list of text part
 newlines, content that is null or left out is "", and a tool call's `arguments` given as a JSON
 string is parsed into an object. Every
 problem names the message index and the field.
+
+Every renderer (Jinja's `tojson`, harmony's schema walk, the estimate rule's JSON) recurses over
+what it is given, so nothing may nest deeper than `MAX_NESTING` lists and objects
+(`check_nesting`, run as the body is decoded; a string of `arguments` when it is parsed): a
+thousand levels raised RecursionError.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 from msgspec import Struct
@@ -17,6 +22,7 @@ from msgspec import Struct
 from service.errors import ChatInputError
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
+MAX_NESTING = 64  # lists and objects inside one another in a message, a tool or template kwargs
 
 
 class TextPart(Struct, frozen=True, forbid_unknown_fields=True):
@@ -72,14 +78,19 @@ def check_messages(raw: list[Any]) -> list[dict[str, Any]]:
             as_dict["content"] = "\n".join(part.text for part in message.content)
         for j, call in enumerate(message.tool_calls or []):
             if isinstance(call.function.arguments, str):
+                field = f"tool_calls[{j}].function.arguments"
                 try:
                     arguments = json.loads(call.function.arguments)
                 except ValueError as exc:
-                    field = f"tool_calls[{j}].function.arguments"
                     raise ChatInputError(i, field, f"is not JSON: {exc}") from None
+                except RecursionError:
+                    raise ChatInputError(i, field, _too_deep(MAX_NESTING)) from None
                 if not isinstance(arguments, dict):
-                    field = f"tool_calls[{j}].function.arguments"
                     raise ChatInputError(i, field, "must be a JSON object")
+                # as deep as the same object given inline: messages, message, tool_calls, call,
+                # function are the 5 levels above it
+                if (at := _too_deep_at(arguments, MAX_NESTING - 5)) is not None:
+                    raise ChatInputError(i, f"{field}{at}", _too_deep(MAX_NESTING))
                 as_dict["tool_calls"][j]["function"]["arguments"] = arguments
         out.append(as_dict)
     return out
@@ -97,6 +108,40 @@ def check_tools(raw: list[Any] | None) -> list[dict[str, Any]] | None:
             raise ChatInputError(None, f"tools[{i}].{field}", reason) from None
         out.append(item)
     return out
+
+
+def check_nesting(messages: list[Any] | None, tools: list[Any] | None,
+                  kwargs: dict[str, Any] | None) -> None:  # fmt: skip
+    """Refuse (422 naming the message and the field) lists and objects nested deeper than
+    `MAX_NESTING`, before anything recurses over them; an iterative walk, bounded by the size."""
+    for name, value in (("messages", messages), ("tools", tools),
+                        ("chat_template_kwargs", kwargs)):  # fmt: skip
+        if value is None or (at := _too_deep_at(value, MAX_NESTING)) is None:
+            continue
+        if name == "messages":
+            index, _, rest = at.removeprefix("[").partition("]")
+            raise ChatInputError(int(index), rest.lstrip("."), _too_deep(MAX_NESTING))
+        raise ChatInputError(None, name + at, _too_deep(MAX_NESTING))
+
+
+def _too_deep(limit: int) -> str:
+    return f"nests lists and objects deeper than {limit} levels"
+
+
+def _too_deep_at(value: object, limit: int) -> str | None:
+    """The path (`[0].content[1].a`) to the first list or object below `limit` levels of
+    `value`'s, or None. Depth first, without recursion; only containers are pushed."""
+    stack: list[tuple[object, int, str]] = [(value, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > limit:
+            return path
+        items = node.items() if isinstance(node, dict) else enumerate(cast(list[Any], node))
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                step = f"[{key}]" if isinstance(node, list) else f".{key}"
+                stack.append((child, depth + 1, path + step))
+    return None
 
 
 def message_text(message: dict[str, Any]) -> str:

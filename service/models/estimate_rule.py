@@ -6,7 +6,9 @@ primed with `reply_priming` tokens. `num_tokens_for_tools`: per function `func_i
 `name:description`, `prop_init` once if it has properties, per property `prop_key` and
 `name:type:description`, enums `enum_init` plus `enum_item` and the tokens per item; `func_end`
 once. The API's real rendering is not published, so the result is an estimate. Values that are
-not strings (tool calls) are counted as their compact JSON.
+not strings (tool calls) are counted as their compact JSON. A schema part of another shape than
+the cookbook reads (`properties` not an object, a property not an object, `enum` not a list)
+counts as absent.
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ def tools_tokens(rule: OpenAIEstimateChat, tools: list[dict[str, Any]], count: C
         description = (fn.get("description") or "").removesuffix(".")
         total += count(f"{fn['name']}:{description}")
         properties = (fn.get("parameters") or {}).get("properties") or {}
-        if properties:
+        if properties and isinstance(properties, dict):
             total += rule.prop_init
-            for key, prop in properties.items():
+            for key, value in properties.items():
+                prop = value if isinstance(value, dict) else {}
                 total += rule.prop_key
-                if "enum" in prop:
+                if isinstance(prop.get("enum"), list):
                     total += rule.enum_init
                     for item in prop["enum"]:
                         total += rule.enum_item + count(str(item))

@@ -113,7 +113,7 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
         if fn.get("description"):
             lines.append(f"// {fn['description']}")
         params = fn.get("parameters") or {}
-        if "properties" in params:
+        if isinstance(params.get("properties"), dict):
             lines.append(f"type {fn['name']} = (_: {{")
             lines += _properties(params, "")
             lines.append("}) => any;")
@@ -124,15 +124,22 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# A tool's parameters are a JSON Schema the client wrote; what is not the shape the format
+# expects (`properties` not an object, `enum` not a list, `items` not a schema, `required` not a
+# list of names) renders as `any` or is left out: a count, not a schema validator.
+
+
 def _properties(schema: dict[str, Any], indent: str) -> list[str]:
-    required = set(schema.get("required", []))
+    required = schema.get("required")
+    names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     lines: list[str] = []
-    for key, prop in (schema.get("properties") or {}).items():
+    for key, value in schema["properties"].items():
+        prop = value if isinstance(value, dict) else {}
         if prop.get("description"):
             lines.append(f"{indent}// {prop['description']}")
-        mark = "" if key in required else "?"
+        mark = "" if key in names else "?"
         default = f" // default: {json.dumps(prop['default'])}" if "default" in prop else ""
-        if prop.get("type") == "object" and "properties" in prop:
+        if prop.get("type") == "object" and isinstance(prop.get("properties"), dict):
             lines.append(f"{indent}{key}{mark}: {{")
             lines += _properties(prop, indent + "    ")
             lines.append(f"{indent}    }},{default}")
@@ -141,12 +148,14 @@ def _properties(schema: dict[str, Any], indent: str) -> list[str]:
     return lines
 
 
-def _type(prop: dict[str, Any]) -> str:
-    if "enum" in prop:
+def _type(prop: object) -> str:
+    if not isinstance(prop, dict):
+        return "any"
+    if isinstance(prop.get("enum"), list):
         return " | ".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"])
     kind = prop.get("type")
     if kind == "array":
-        return f"{_type(prop.get('items') or {})}[]"
+        return f"{_type(prop.get('items'))}[]"
     if kind in ("integer", "number"):
         return "number"
     if kind in ("string", "boolean", "null"):

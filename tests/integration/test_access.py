@@ -56,6 +56,12 @@ def test_cors_answers_the_listed_origin_only(keyed: Server) -> None:
     other = httpx.options(keyed.base + COUNT, headers={"origin": "https://evil.example",
                                                        **preflight})  # fmt: skip
     assert other.headers.get("access-control-allow-origin") != "https://evil.example"
+    assert other.status_code == 400
+    assert other.headers["content-type"].startswith("application/problem+json")
+    assert other.json()["type"] == "/problems/invalid-body" and "origin" in other.json()["detail"]
+    headers = {"origin": ORIGIN, **preflight, "access-control-request-headers": "x-evil"}
+    refused = httpx.options(keyed.base + COUNT, headers=headers)  # a header not allowed
+    assert refused.status_code == 400 and "headers" in refused.json()["detail"]
 
 
 def test_keys_and_cors_are_off_by_default(server: Server) -> None:

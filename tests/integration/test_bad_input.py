@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from service.api.connection import LINGER_BYTES
 from tests.integration.rawhttp import NdjsonStream
 from tests.serverproc import Server, start_server, stop_server
 
@@ -40,6 +41,12 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
      json.dumps({"texts": ["a"] * 17}).encode(), JSON, 413, "limit-exceeded"),
     ("ids over the limit (1001 > 1000)", "POST", f"{T}/decode",
      json.dumps({"ids": [1] * 1001}).encode(), JSON, 413, "limit-exceeded"),
+    ("a decode body of 60,000 [", "POST", f"{T}/decode", b"[" * 60_000, JSON, 400,
+     "invalid-body"),
+    ("a decode body of 5,000 nested lists", "POST", f"{T}/decode",
+     b'{"batch": ' + b"[ " * 5_000 + b"]" * 5_000 + b"}", JSON, 400, "invalid-body"),
+    ("a batch of 2,000 lists (> 16)", "POST", f"{T}/decode",
+     json.dumps({"batch": [[1]] * 2000}).encode(), JSON, 413, "limit-exceeded"),
     ("negative id", "POST", f"{T}/decode", b'{"ids": [9906, -1]}', JSON, 422, "unknown-token-id"),
     ("too large id", "POST", f"{T}/decode", b'{"ids": [1099511627776]}', JSON, 422,
      "unknown-token-id"),
@@ -67,8 +74,16 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
      JSON, 404, "not-found"),
     ("path trick, NUL", "POST", "/v1/tokenizers/gpt2%00/count", b'{"text": "a"}', JSON, 404,
      "unknown-tokenizer"),
-    ("wrong content type", "POST", f"{T}/count", b"text=hello",
-     {"content-type": "application/x-www-form-urlencoded"}, 400, "invalid-body"),
+    ("NUL in a playground file path", "GET", "/playground/assets/main.js%00", b"", {}, 404,
+     "not-found"),
+    ("NUL in a docs file path", "GET", "/schema/assets/swagger-ui/%00.css", b"", {}, 404,
+     "not-found"),
+    ("form-encoded body", "POST", f"{T}/count", b"text=hello",
+     {"content-type": "application/x-www-form-urlencoded"}, 415, "unsupported-media-type"),
+    ("JSON declared as a form", "POST", f"{T}/decode", b'{"ids": [1]}',
+     {"content-type": "application/x-www-form-urlencoded"}, 415, "unsupported-media-type"),
+    ("JSON declared as text", "POST", f"{T}/encode", b'{"text": "a"}',
+     {"content-type": "text/plain"}, 415, "unsupported-media-type"),
     ("wrong method", "GET", f"{T}/count", b"", {}, 405, "method-not-allowed"),
     ("bad query value", "POST", f"{T}/decode/stream?errors=maybe", b'{"ids": []}\n', {}, 400,
      "invalid-body"),
@@ -95,6 +110,27 @@ def test_bad_input_gets_a_typed_problem(limited: Server, case: Any) -> None:
     doc = r.json()
     assert doc["type"] == "/problems/" + case[6] and doc["detail"]
     assert httpx.get(limited.base + "/healthz").status_code == 200  # still serving
+
+
+LONG = "x" * 20_000  # quoted back whole, each answer below was over 20 KB
+ECHOES = [
+    ("POST", f"/v1/tokenizers/{LONG}/count", {"text": "a"}),
+    ("POST", f"/v1/models/{LONG}/count", {"messages": []}),
+    ("POST", f"{T}/encode", {"text": "a", "allowed_special": [LONG, LONG + "y", LONG + "z"]}),
+    ("POST", f"{T}/encode", {"text": "a", LONG: 1}),
+    ("POST", f"{T}/encode", {"text": "a", "offsets": LONG}),
+    ("POST", f"{T}/decode/stream?errors={LONG}", {"ids": [1]}),
+    ("POST", "/v1/models/gpt-4o/count", {"messages": [{"role": LONG}]}),
+    ("POST", "/v1/models/gpt-4o/count", {"messages": [{"role": "user", LONG: 1}]}),
+]
+
+
+@pytest.mark.parametrize("case", ECHOES, ids=[str(i) for i in range(len(ECHOES))])
+def test_input_quoted_back_in_a_problem_is_cut(limited: Server, case: Any) -> None:
+    method, path, body = case
+    r = httpx.request(method, limited.base + path, json=body, timeout=30)
+    assert 400 <= r.status_code < 500 and r.json()["detail"]
+    assert len(r.content) < 4_000 and "xxxxx…" in r.text, (r.status_code, len(r.content))
 
 
 def test_a_stream_that_never_ends_is_cut_at_the_limit(limited: Server) -> None:
@@ -126,6 +162,43 @@ def test_too_many_ids_in_one_stream(limited: Server) -> None:
     body = json.dumps({"ids": [9906] * 101}).encode() + b"\n"
     r = httpx.post(limited.base + f"{T}/decode/stream", content=body, timeout=30)
     assert r.json()["error"]["type"] == "/problems/limit-exceeded"
+
+
+def test_a_client_that_keeps_sending_after_its_stream_ended_is_disconnected(
+    limited: Server,
+) -> None:
+    stream = NdjsonStream(limited.port, f"{T}/decode/stream")
+    try:
+        stream.send({"ids": [9906] * 101})  # over the 100 ids of a stream: the answer ends
+        lines = stream.read_all()
+        assert lines[-1]["error"]["type"] == "/problems/limit-exceeded"
+        line = json.dumps({"ids": [9906] * 1000}).encode() + b"\n"
+        sent, closed = 0, False
+        while sent < 256 * LINGER_BYTES and not closed:  # the server reads at most LINGER_BYTES
+            try:
+                stream.send_raw(line * 10)
+                sent += len(line) * 10
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+        assert closed, f"still connected after {sent} bytes sent past the end of the answer"
+    finally:
+        stream.close()
+    assert httpx.get(limited.base + "/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("query", ["errors=maybe", "usage=perhaps"])
+def test_a_websocket_with_a_bad_query_gets_a_400_problem(limited: Server, query: str) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"ws://127.0.0.1:{limited.port}{T}/decode/ws?{query}")
+    response = refused.value.response
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/problem+json")
+    doc = json.loads(response.body or b"{}")
+    assert doc["type"] == "/problems/invalid-body"
+    assert doc["errors"][0]["key"] == query.split("=", maxsplit=1)[0]
+    with connect(f"ws://127.0.0.1:{limited.port}{T}/decode/ws?errors=strict&usage=1") as ws:
+        ws.send(json.dumps({"ids": [9906], "final": True}))
+        assert json.loads(ws.recv(timeout=10))["text"] == "Hello"
 
 
 def test_websocket_oversized_message_and_idle_socket(limited: Server) -> None:

@@ -94,6 +94,19 @@ def test_inline_problems(server: Server) -> None:
     problem(post(server, url, {"text": "a", "rule": "bpe", "merges": []}), 400, "invalid-body")
 
 
+def test_inline_merges_that_double_a_token_are_refused(server: Server) -> None:
+    # merge n joins token 255 + n with itself: 2 ** (n + 1) bytes; 28 of them took +1 GB
+    doubling = [[97 if n == 0 else 255 + n] * 2 + [256 + n] for n in range(12)]
+    too_long = next(n for n in range(12) if 2 ** (n + 1) > 4 * MAX_EXPLAIN_CHARS)
+    for rule in ("pairs", "ranks"):
+        body = {"text": "a" * MAX_EXPLAIN_CHARS, "rule": rule, "merges": doubling}
+        doc = problem(post(server, "/v1/playground/explain", body), 422, "invalid-input")
+        assert doc["detail"].startswith(f"merge {too_long}: ")
+        body["merges"] = doubling[:too_long]
+        whole = MAX_EXPLAIN_CHARS.bit_length() - 2  # the merge whose token is 256 "a"
+        assert post(server, "/v1/playground/explain", body).json()["ids"] == [256 + whole]
+
+
 def test_train_returns_usable_merges_and_is_bounded(server: Server) -> None:
     text = "low lower lowest newer newest wider widest " * 20
     r = post(server, "/v1/playground/train", {"text": text, "merges": 20}).json()

@@ -24,6 +24,9 @@ CHAT = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Thanks"}]  # fmt: skip
 
 
+JSON = {"content-type": "application/json"}
+
+
 def problem(r: httpx.Response, status: int, kind: str) -> dict[str, Any]:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
@@ -98,6 +101,76 @@ def test_malformed_tool_call_names_index_and_field(server: Server) -> None:
     assert doc["index"] == 0 and "tool_calls[0].function" in doc["field"]
 
 
+def nested(depth: int) -> Any:
+    """`depth` objects inside one another, as a JSON text (no Python recursion to build it)."""
+    return json.loads('{"a":' * (depth - 1) + "{}" + "}" * (depth - 1))
+
+
+def deep_bodies(depth: int) -> dict[str, tuple[dict[str, Any], int | None, str]]:
+    """Where a deep value can hide: (body, the message index named, the field named)."""
+    args = {"function": {"name": "f", "arguments": nested(depth)}}
+    text_args = {"function": {"name": "f", "arguments": json.dumps(nested(depth))}}
+    hi = {"role": "user", "content": "hi"}
+    return {
+        "content": ({"messages": [hi, {"role": "user", "content": [nested(depth)]}]}, 1,
+                    "content[0]"),
+        "tools": ({"messages": [hi], "tools": [{"type": "function", "function": {
+            "name": "f", "parameters": nested(depth)}}]}, None, "tools[0].function.parameters"),
+        "arguments": ({"messages": [hi, {"role": "assistant", "tool_calls": [args]}]}, 1,
+                      "tool_calls[0].function.arguments"),
+        "arguments as a string": ({"messages": [hi, {"role": "assistant",
+                                   "tool_calls": [text_args]}]}, 1,
+                                  "tool_calls[0].function.arguments"),
+        "template kwargs": ({"messages": [hi], "chat_template_kwargs": {"x": nested(depth)}},
+                            None, "chat_template_kwargs.x"),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("where", list(deep_bodies(2)))
+@pytest.mark.parametrize("name", ["qwen3", "gpt-oss", "gpt-4o"])
+def test_deep_json_is_refused_naming_the_field(server: Server, name: str, where: str) -> None:
+    body, index, field = deep_bodies(200)[where]
+    for op in ("count", "estimate"):
+        r = httpx.post(f"{server.base}/v1/models/{name}/{op}", json=body)
+        doc = problem(r, 422, "invalid-message")
+        assert doc["index"] == index and doc["field"].startswith(field), doc
+    raw = json.dumps(deep_bodies(2)[where][0]).replace("{}", '{"a":' * 3000 + "{}" + "}" * 3000)
+    r = httpx.post(f"{server.base}/v1/models/{name}/count", content=raw, headers=JSON)
+    assert problem(r, 400, "invalid-body")["detail"].startswith("malformed JSON")  # the decoder's
+    shallow = httpx.post(f"{server.base}/v1/models/{name}/count", json=deep_bodies(8)[where][0])
+    assert shallow.status_code in (200, 422), shallow.text  # what the format makes of it
+
+
+# (odd schema, the same schema without the odd part): a count renders them alike, never a 500
+ODD_SCHEMAS = [
+    ({"type": "object", "properties": ["a", "b"]}, {"type": "object"}),
+    ({"type": "object", "properties": {"a": {"type": "string", "enum": 5}}},
+     {"type": "object", "properties": {"a": {"type": "string"}}}),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": [1]}}},
+     {"type": "object", "properties": {"a": {"type": "array"}}}),
+    ({"type": "object", "properties": {"a": 5, "b": {"type": "string"}}, "required": 5},
+     {"type": "object", "properties": {"a": {}, "b": {"type": "string"}}}),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": [1]}}},
+     {"type": "object", "properties": {"a": {"type": "object"}}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schemas", ODD_SCHEMAS, ids=[str(i) for i in range(len(ODD_SCHEMAS))])
+@pytest.mark.parametrize("name", ["qwen3", "gpt-oss", "gpt-4o"])
+def test_odd_tool_schemas_render_like_their_plain_part(
+    server: Server, name: str, schemas: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    counts = []
+    for schema in schemas:
+        tools = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+        body = {"messages": [{"role": "user", "content": "hi"}], "tools": tools}
+        r = httpx.post(f"{server.base}/v1/models/{name}/count", json=body)
+        assert r.status_code in (200, 422), r.text  # a Jinja template may refuse it, typed
+        counts.append(r.json().get("input_tokens"))
+    if name != "qwen3":  # harmony and the estimate rule: the odd part counts as absent
+        assert counts[0] == counts[1] and counts[0] is not None
+
+
 def test_missing_price_and_overflow(server: Server) -> None:
     body = {"messages": [{"role": "user", "content": "hi"}]}
     doc = problem(httpx.post(f"{server.base}/v1/models/qwen3/estimate", json=body),
@@ -107,6 +180,25 @@ def test_missing_price_and_overflow(server: Server) -> None:
     doc = problem(httpx.post(f"{server.base}/v1/models/gpt-4/estimate", json=body),
                   422, "context-overflow")  # fmt: skip
     assert doc["needed"] == 9010 and doc["context_window"] == 8192
+
+
+@pytest.mark.parametrize("name", ["gpt-4", "gpt-4o"])
+def test_an_estimate_without_output_fits_and_an_input_too_long_overflows(
+    server: Server, name: str
+) -> None:
+    """The input alone is priced (gpt-4's maximum output is its whole window: with it, every
+    default estimate overflowed); the longest reply's cost is given apart."""
+    info = httpx.get(f"{server.base}/v1/models/{name}").json()
+    window, most = info["context_window"], info["max_output_tokens"]
+    r = httpx.post(f"{server.base}/v1/models/{name}/estimate", json={"text": "Hello, world"})
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["output_tokens"] == 0 and doc["max_output"]["tokens"] == most
+    assert doc["remaining_context"] == window - doc["input_tokens"]
+    body = {"text": " hello" * (window + 10)}  # the input alone does not fit
+    doc = problem(httpx.post(f"{server.base}/v1/models/{name}/estimate", json=body),
+                  422, "context-overflow")  # fmt: skip
+    assert doc["needed"] > window
 
 
 def test_truncate_and_chunk(server: Server) -> None:
@@ -205,6 +297,23 @@ def test_ndjson_stream_meters_with_a_model(server: Server) -> None:
     unknown = httpx.post(url.replace("gpt-4", "gpt-9"), content=body,
                          headers={"content-type": "application/x-ndjson"})  # fmt: skip
     problem(unknown, 404, "unknown-model")
+
+
+def test_a_metered_stream_that_ends_in_an_error_reports_its_usage(server: Server) -> None:
+    body = b'{"ids": [9906]}\n{"ids": [11, 1917]}\n{"ids": [-1]}\n{"ids": [11]}\n'
+    url = f"{server.base}/v1/tokenizers/cl100k_base/decode/stream"
+    ndjson = {"content-type": "application/x-ndjson"}
+    lines = [json.loads(x) for x in httpx.post(f"{url}?usage=true", content=body,
+                                               headers=ndjson).text.splitlines()]  # fmt: skip
+    assert [line.get("count") for line in lines[:-1]] == [1, 3]
+    last = lines[-1]
+    assert last["error"]["type"] == "/problems/unknown-token-id"
+    assert last["usage"] == {"output_tokens": 3}  # the ids decoded before the error
+    priced = httpx.post(f"{url}?model=gpt-4", content=body, headers=ndjson)
+    usage = json.loads(priced.text.splitlines()[-1])["usage"]
+    assert usage["model"] == "gpt-4@1" and Decimal(usage["cost"]) == 3 * Decimal("60") / 10**6
+    plain = httpx.post(url, content=body, headers=ndjson).text.splitlines()[-1]
+    assert "usage" not in json.loads(plain)  # off unless asked
 
 
 def test_websocket_meters_without_a_price(server: Server) -> None:

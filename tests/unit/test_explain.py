@@ -122,6 +122,22 @@ def test_inline_ranks_refuses_two_tokens_with_the_same_bytes() -> None:
         inline_vocabulary("ranks", merges)
 
 
+def test_inline_tokens_are_no_longer_than_an_explainable_text() -> None:
+    # each merge joins the last token with itself: token n is 2 ** (n + 1) bytes of "a"
+    # (28 such merges would be a 256 MiB token); 256 characters are at most 1,024 UTF-8 bytes
+    doubling = [[97 if n == 0 else 255 + n] * 2 + [256 + n] for n in range(28)]
+    longest = max(n for n in range(28) if 2 ** (n + 1) <= 4 * MAX_EXPLAIN_CHARS)
+    vocab = inline_vocabulary("pairs", doubling[: longest + 1])
+    assert len(vocab.tokens[-1] or b"") == 4 * MAX_EXPLAIN_CHARS
+    ids = [i for p in explain_text(vocab, None, "a" * MAX_EXPLAIN_CHARS) for i in p.ids]
+    assert len(ids) == 1  # 256 "a" merge into one token: the longest one is still usable
+    for rule in ("pairs", "ranks"):
+        with pytest.raises(InputError, match=f"merge {longest + 1}: .* {2 ** (longest + 2)} bytes"):
+            inline_vocabulary(rule, doubling[: longest + 2])
+        with pytest.raises(InputError, match=f"merge {longest + 1}: "):
+            inline_vocabulary(rule, doubling)
+
+
 def test_inline_merges_are_bounded() -> None:
     chain = [[97 if n == 0 else 255 + n, 97, 256 + n] for n in range(MAX_INLINE_MERGES + 1)]
     assert len(inline_vocabulary("pairs", chain[:-1]).merges) == MAX_INLINE_MERGES

@@ -4,6 +4,9 @@ documented as problem+json. Plus the docs pages themselves (offline assets, clea
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -193,3 +196,28 @@ def test_other_docs_pages_are_problem_404s(client: TestClient[Any], page: str) -
     assert response.status_code == 404
     assert response.headers["content-type"].startswith(PROBLEM)
     assert response.json()["type"] == "/problems/not-found"
+
+
+PAGES = ["/schema", "/schema/swagger", "/schema/openapi.json", "/schema/redoc", "/playground",
+         "/schema/assets/swagger-ui/swagger-ui.css", "/playground/assets/main.js"]  # fmt: skip
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_pages_and_their_files_forbid_framing_sniffing_and_other_origins(
+    client: TestClient[Any], page: str
+) -> None:
+    response = client.get(page)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    policy = dict(
+        [*d.split(" ", 1), ""][:2] for d in response.headers["content-security-policy"].split("; ")
+    )
+    assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+    allowed = {
+        name: policy[f"{name}-src"].split() for name in ("script", "style", "connect", "img")
+    }
+    assert all(s.startswith("'") or s == "data:" for v in allowed.values() for s in v), allowed
+    if "text/html" in response.headers["content-type"]:  # each inline block allowed by its hash
+        for tag, body in re.findall(r"<(script|style)[^>]*>(.*?)</\1>", response.text, re.S):
+            if body.strip():
+                digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+                assert f"'sha256-{digest}'" in allowed[tag], tag

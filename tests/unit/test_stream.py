@@ -63,6 +63,10 @@ def test_strict_offsets_survive_a_resume() -> None:
         "u8.0.8J-YgICA",
         "u8.-1.",
         "u8.0",
+        "u8.007.8J8=",  # not canonical: state() writes "u8.7.8J8="
+        "u8.0.8J9=",  # the same bytes as "8J8=" with stray low bits
+        f"u8.{2**53}.",  # past any offset a state records
+        "u8.999999999999999999.",  # 18 digits: one more byte and its state had 19
     ],
 )
 def test_forged_states_are_refused(state: str) -> None:
@@ -71,3 +75,14 @@ def test_forged_states_are_refused(state: str) -> None:
         return
     with pytest.raises(StreamStateError):
         StreamDecoder.resume(to_bytes, state)
+
+
+@pytest.mark.parametrize("offset", [0, 7, 2**53 - 10, 2**53 - 1])
+def test_every_state_a_step_returns_resumes(offset: int) -> None:
+    state = f"u8.{offset}.8J8="  # an offset and the held-back first half of 😀
+    decoder = StreamDecoder.resume(to_bytes, state)
+    assert decoder.state() == state
+    assert decoder.decode([0x98, 0x80, 0x41, 0x42] * 5) == "😀AB" + "\ufffd\ufffdAB" * 4
+    after = StreamDecoder.resume(to_bytes, decoder.state())  # the round trip holds
+    assert after.state() == decoder.state()
+    assert int(decoder.state().split(".")[1]) == min(offset + 22, 2**53 - 1)

@@ -3,7 +3,9 @@
 `/schema` and `/schema/swagger` render Swagger UI from the pinned copy in `assets/swagger-ui/`
 (see the README there), served at `/schema/assets/`; the page loads nothing from elsewhere, so it
 works in an air-gapped cluster. `/schema/openapi.json` is the document. Every other `/schema/...`
-path (Litestar's `redoc`, `elements`, `rapidoc`, Scalar) is a problem+json 404.
+path (Litestar's `redoc`, `elements`, `rapidoc`, Scalar) is a problem+json 404. Every answer
+carries the Content-Security-Policy and nosniff of `routes.pages` (the page's one inline script
+and style allowed by their hashes).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from litestar.datastructures import CacheControlHeader
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Tag
-from litestar.static_files import create_static_files_router
 
 import service
 from service.api import problems
+from service.api.routes import pages
 
 SCHEMA_PATH = "/schema"
 ASSETS_PATH = f"{SCHEMA_PATH}/assets"
@@ -72,12 +74,12 @@ TAGS = [
 ]
 
 
-def _problem_not_found(response: Response[Any]) -> Response[Any]:
+async def _problem_not_found(response: Response[Any]) -> Response[Any]:
     """Litestar answers unknown `/schema/...` pages with an HTML 404; make it a problem."""
     if response.status_code != 404:
-        return response
+        return pages.protect(response)
     detail = f"no such documentation page; the API docs are at {SCHEMA_PATH}"
-    return problems.response(problems.for_http(404, detail))
+    return pages.protect(problems.response(problems.for_http(404, detail)))
 
 
 def openapi_config() -> OpenAPIConfig:
@@ -104,9 +106,9 @@ def openapi_config() -> OpenAPIConfig:
 
 def assets_router() -> Router:
     """The vendored UI files; their names change with nothing, so caches may keep them a day."""
-    return create_static_files_router(
+    return pages.static_files(
         ASSETS_PATH,
-        directories=[ASSETS_DIR],
+        [ASSETS_DIR],
         name="docs-assets",
         cache_control=CacheControlHeader(max_age=86400),
         include_in_schema=False,

@@ -33,7 +33,7 @@ from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems
 from service.api.routes import encoding
-from service.api.wire.bodies import decode_body, decoder_of
+from service.api.wire.bodies import decode_body, decoder_of, json_media_type
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
 from service.errors import RequestTimeoutError, ToksvcError
@@ -125,8 +125,8 @@ class HotPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self._plan(scope["route_handler"])
-        if plan is None or not _announced_within(scope, plan.limit):
-            return await self.app(scope, receive, send)  # (over the limit: Litestar refuses unread)
+        if plan is None or not _announced_within(scope, plan.limit) or not _json(scope):
+            return await self.app(scope, receive, send)  # (Litestar refuses these unread)
         worker = worker_of(scope["litestar_app"])
         seconds = worker.settings.body_seconds
         received: list[ReceiveMessage] = []
@@ -161,6 +161,13 @@ class HotPath:
 def served_fast(handlers: list[HTTPRouteHandler]) -> Router:
     """`handlers` (encode, count) with the hot path in front of each; nothing else changes."""
     return Router("/", route_handlers=handlers, middleware=[HotPath])
+
+
+def _json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return json_media_type(value.decode("latin-1"))
+    return True
 
 
 def _announced_within(scope: Scope, limit: float) -> bool:

@@ -30,9 +30,17 @@ class Meter:
     ) -> StreamTextResponse:
         """The last line; `stop`: the stop string that ended the stream."""
         stopped = stop is not None
-        if not self.on:
+        usage = self.usage()
+        if usage is None:
             return StreamTextResponse(text=text, done=True, reason=reason, stopped=stopped,
                                       stop=stop)  # fmt: skip
+        return StreamTextResponse(text=text, done=True, reason=reason, count=self.count,
+                                  usage=usage, stopped=stopped, stop=stop)  # fmt: skip
+
+    def usage(self) -> StreamUsage | None:
+        """The usage so far (None when metering is off): the last line's, or an error line's."""
+        if not self.on:
+            return None
         usage = StreamUsage(output_tokens=self.count)
         if self.model is not None and self.price is not None:
             cost = self.count * Decimal(self.price.price.output_per_million) / MILLION
@@ -45,8 +53,7 @@ class Meter:
             )
         elif self.model is not None:
             usage = StreamUsage(output_tokens=self.count, model=self.model.ref)
-        return StreamTextResponse(text=text, done=True, reason=reason, count=self.count,
-                                  usage=usage, stopped=stopped, stop=stop)  # fmt: skip
+        return usage
 
 
 def meter_for(registry: Registry, usage: bool, model: str | None) -> Meter:

@@ -9,7 +9,8 @@ KeyError 'POST'.)
 Errors before the first output byte are problem responses (the session is created, and its
 stream slot taken, before the handler returns); after it, the stream ends with one line
 `{"error": <problem>}`, since the status line has gone out already. The sequence itself is the
-`StreamSession`'s; this module only frames lines.
+`StreamSession`'s; this module only frames lines. A client that keeps sending after its stream
+has ended is disconnected by the protocol layer's lingering close (`service.api.connection`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The playground page: static HTML/CSS/JS from the package, served at /playground.
 
-`GET /` redirects there. The page talks to the service's own API only; its Content-Security-Policy
-allows nothing from another origin. `TOKSVC_PLAYGROUND=0` turns the page, the redirect and the
-page's helper routes (`/v1/playground/*`) off.
+`GET /` redirects there. The page talks to the service's own API only; it and its files carry the
+Content-Security-Policy of `routes.pages`, which allows nothing from another origin.
+`TOKSVC_PLAYGROUND=0` turns the page, the redirect and the page's helper routes
+(`/v1/playground/*`) off.
 """
 
 from __future__ import annotations
@@ -14,16 +15,11 @@ from litestar.datastructures import CacheControlHeader
 from litestar.handlers import BaseRouteHandler
 from litestar.response import File, Redirect
 from litestar.router import Router
-from litestar.static_files import create_static_files_router
 
-from service.api.routes import explain
+from service.api.routes import explain, pages
 from service.settings import Settings
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "playground"
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
 
 
 @get("/", include_in_schema=False, opt={"operation": "playground"}, sync_to_thread=False)
@@ -38,7 +34,7 @@ def page() -> File:
         ASSETS / "index.html",
         content_disposition_type="inline",
         media_type="text/html",
-        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"},
+        headers={"Content-Security-Policy": pages.CSP, "X-Content-Type-Options": pages.NOSNIFF},
     )
 
 
@@ -46,9 +42,9 @@ def handlers(settings: Settings) -> list[BaseRouteHandler | Router]:
     """The route handlers to register: none when the playground is off."""
     if not settings.playground:
         return []
-    assets = create_static_files_router(
+    assets = pages.static_files(
         "/playground/assets",
-        directories=[ASSETS],
+        [ASSETS],
         name="playground-assets",
         cache_control=CacheControlHeader(no_cache=True),
         opt={"operation": "playground"},

@@ -9,7 +9,8 @@ and `stopping` event. It runs one sequence for both forms:
 - answer each chunk request `{"ids": [...]}` with `{"text": ...}` (ids spent from the budget,
   large messages decoded in a worker thread, metrics and metering counted); a `final` request or
   the end of the input flushes the held bytes into a last answer with `"done": true`;
-- an error ends the stream with one line `{"error": <problem>}`, after the answers before it.
+- an error ends the stream with one line `{"error": <problem>}`, after the answers before it
+  (metered: with `"usage"`, the ids decoded before the error).
 
 Every send is bounded (`budget.send_within`): a client that stops reading is cut off at the
 stream's deadline or when the worker stops, and its slot is given back. A form implements
@@ -31,7 +32,7 @@ import msgspec
 from service.api import metrics, problems
 from service.api.budget import STOP_GRACE_SECONDS, StreamBudget, run_work, send_within
 from service.api.routes.metering import meter_for
-from service.api.wire.tokens import ErrorsMode, StreamChunkRequest
+from service.api.wire.tokens import ErrorsMode, StreamChunkRequest, StreamUsage
 from service.api.worker import Worker
 from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.errors import StreamOptionError, ToksvcError
@@ -67,13 +68,16 @@ class Failure:
     kind: str
 
     @classmethod
-    def of(cls, exc: ToksvcError | msgspec.MsgspecError) -> Failure:
-        """A domain error's problem, or 400 `invalid-body` for a message that is not a chunk."""
+    def of(cls, exc: ToksvcError | msgspec.MsgspecError,
+           usage: StreamUsage | None = None) -> Failure:  # fmt: skip
+        """A domain error's problem, or 400 `invalid-body` for a message that is not a chunk;
+        with the stream's usage so far when it is metered."""
         if isinstance(exc, ToksvcError):
             doc = problems.for_error(exc)
         else:
             doc = problems.invalid_body(str(exc))
-        return cls(exc, _encode({"error": doc}), problems.kind_of(doc))
+        line = {"error": doc} if usage is None else {"error": doc, "usage": usage}
+        return cls(exc, _encode(line), problems.kind_of(doc))
 
 
 class Transport(Protocol):
@@ -135,7 +139,8 @@ class StreamSession:
                 if lines and not await self._send(partial(transport.send, lines)):
                     return
         except (ToksvcError, msgspec.MsgspecError) as exc:
-            await self._send(partial(transport.fail, lines, Failure.of(exc)), last=True)
+            failure = Failure.of(exc, self.meter.usage())
+            await self._send(partial(transport.fail, lines, failure), last=True)
 
     async def _next(self, transport: Transport) -> Received | None:
         """The next message, or None when the worker is stopping; LimitExceededError when the
@@ -185,7 +190,6 @@ class StreamSession:
 
     async def _text(self, ids: list[int]) -> str:
         self.budget.spend(len(ids))
-        self.meter.add(len(ids))
         size = self.tokenizer.decoded_size(ids)  # C speed, ~25 ms per million ids
         self.budget.check_output(size)
         # a message with a large output counts against the worker's large-request slots, as a
@@ -198,6 +202,7 @@ class StreamSession:
         finally:
             if release is not None:
                 release()
+        self.meter.add(len(ids))  # decoded: an error line's usage counts only these
         metrics.record(self.ref, "decode_stream", len(ids), [text])
         return text
 

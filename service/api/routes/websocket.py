@@ -5,6 +5,8 @@ The socket is accepted first, so that every error reaches the client as a messag
 1013 (try again later) when the worker has no stream slot free, 1008 for any other error (an
 unknown tokenizer or model, a limit, the idle time or the stream's deadline passed). `final`
 closes with 1000, a stopping worker with 1001. The sequence itself is the `StreamSession`'s.
+Only an invalid query parameter is refused before the socket is accepted: a 400 problem
+document as the handshake's answer (ASGI's WebSocket denial response), not a bare 403.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from litestar import WebSocket, websocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, FromQuery
 
+from service.api import problems
 from service.api.dependencies import WorkerDep
 from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
 from service.api.traits import STREAMING
+from service.api.wire.info import ProblemResponse
 from service.api.wire.tokens import ErrorsMode
 from service.errors import ToksvcError, TooManyStreamsError
 
@@ -29,22 +33,43 @@ NORMAL, GOING_AWAY, INVALID_DATA, POLICY, TRY_LATER = 1000, 1001, 1007, 1008, 10
            opt={"operation": "decode_stream", STREAMING: True})  # fmt: skip
 async def decode_ws(
     socket: WebSocket[Any, Any, Any], ref: FromPath[str], worker: WorkerDep, *,
-    errors: FromQuery[ErrorsMode] = "replace", usage: FromQuery[bool] = False,
+    errors: FromQuery[str] = "replace", usage: FromQuery[str] = "false",
     model: FromQuery[str | None] = None,
 ) -> None:  # fmt: skip
     """Messages `{"ids": [...]}` get `{"text": ...}`; `{"final": true}` flushes and closes.
     Query parameter `errors`: replace (default) or strict. Idle sockets are closed."""
+    mode, metered = _ERRORS.get(errors), _BOOLS.get(usage.lower())
+    if mode is None or metered is None:
+        key, value = ("errors", errors) if mode is None else ("usage", usage)
+        expected = "`strict` or `replace`" if mode is None else "`true` or `false`"
+        detail = f"query parameter {key} must be {expected}"
+        await _deny(socket, problems.for_http(400, detail, errors=[
+            {"message": detail, "key": key, "source": "query", "value": value[:50]}]))  # fmt: skip
+        return
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        session = StreamSession(worker, worker.serving().resolve(ref), "websocket", errors=errors,
-                                usage=usage, model=model,
+        session = StreamSession(worker, worker.serving().resolve(ref), "websocket", errors=mode,
+                                usage=metered, model=model,
                                 idle_seconds=worker.settings.ws_idle_seconds)  # fmt: skip
         await session.run(transport)
     except (WebSocketDisconnect, OSError):  # gone, or cut off by the write deadline
         return
     except ToksvcError as exc:  # before the stream started
         await transport.fail([], Failure.of(exc))
+
+
+_ERRORS: dict[str, ErrorsMode] = {"strict": "strict", "replace": "replace"}
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
+
+
+async def _deny(socket: WebSocket[Any, Any, Any], problem: ProblemResponse) -> None:
+    """Answer the handshake with a problem document instead of accepting the socket."""
+    body = problems.encode(problem)
+    await socket.send({"type": "websocket.http.response.start", "status": problem.status,
+                       "headers": [(b"content-type", problems.PROBLEM_JSON.encode()),
+                                   (b"content-length", b"%d" % len(body))]})  # fmt: skip
+    await socket.send({"type": "websocket.http.response.body", "body": body, "more_body": False})
 
 
 def close_code(error: Exception) -> int:

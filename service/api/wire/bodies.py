@@ -11,7 +11,8 @@ A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which 
 that is a 422 naming its offset, anything else a 400 with the parser's reason.
 
 `BodyRequest` reads the body within TOKSVC_BODY_SECONDS: a client that sends it more slowly gets
-a 408 and the worker moves on.
+a 408 and the worker moves on. A body declared as something else than JSON (a form, say) is a
+415 before it is read (`json_media_type`); no `Content-Type` at all is taken as JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import msgspec
 from litestar import Request
 from litestar.dto import AbstractDTO
 from litestar.dto.data_structures import DTOFieldDefinition
-from litestar.exceptions import ValidationException
+from litestar.exceptions import ClientException, ValidationException
 from litestar.handlers import BaseRouteHandler
 from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
@@ -39,8 +40,23 @@ from service.settings import Settings
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
 
 
+def json_media_type(content_type: str | None) -> bool:
+    """Whether a request's `Content-Type` may be a JSON body: absent, `application/json` or a
+    `+json` type (parameters such as `charset` aside)."""
+    if not content_type:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
 class BodyRequest(Request[Any, Any, Any]):
     async def body(self) -> bytes:
+        content_type = self.headers.get("content-type")
+        if self.route_handler.handler_id in StrictBody.decoders and not json_media_type(
+            content_type
+        ):
+            raise ClientException(f"the body must be JSON (application/json), not {content_type}",
+                                  status_code=415)  # fmt: skip
         seconds = worker_of(self.app).settings.body_seconds
         try:
             async with asyncio.timeout(seconds):
@@ -113,7 +129,8 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
         limit := settings.max_batch_items
     ):
         # no string of a decode body may hold "[": count the lists at C speed (~1 ms per MB)
-        # before decoding millions of them
+        # before decoding millions of them; a body that cannot be a batch is a 400, not a 413
+        _refuse_non_batch(value)
         raise LimitExceededError("items per batch", limit, lists)
     try:
         data: RequestBody = decoder.decode(value)
@@ -122,8 +139,18 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
     except msgspec.DecodeError as exc:
         _refuse_lone_surrogates(value)
         raise ValidationException(f"malformed JSON: {exc}") from None
+    except RecursionError:  # msgspec recurses once per level, up to Python's recursion limit
+        raise ValidationException("malformed JSON: lists and objects nest too deeply") from None
     check_items(settings, *data.size())
     return data
+
+
+def _refuse_non_batch(body: bytes) -> None:
+    """A decode body has no "[" or "]" in a string and nests lists two deep at most (`batch`)."""
+    if body.count(b"]") != body.count(b"["):
+        raise ValidationException("malformed JSON: its [ and ] do not pair up")
+    if b"[[[" in body.translate(None, b" \t\r\n"):
+        raise ValidationException("invalid body: lists nest deeper than a batch of ids")
 
 
 def _refuse_lone_surrogates(body: bytes) -> None:

@@ -30,7 +30,7 @@ class InlineExplainRequest(ExplainRequest, frozen=True):
         list[list[int]],
         doc(
             "merges `[left, right, new]` over the single bytes 0..255, new ids 256, 257, ... in "
-            "order (at most 512; 413 beyond)",
+            "order (at most 512; 413 beyond); no token longer than 1,024 bytes (422 beyond)",
             [[98, 99, 256], [97, 98, 257], [257, 99, 258]],
         ),
     ]

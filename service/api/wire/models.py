@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from msgspec import Meta
 
 from service.api.wire.tokens import RequestBody, ResponseBody, TokenizerRef, doc
+from service.models.conversation import check_nesting
 
 Tokens = Annotated[int, Meta(ge=0)]
 
@@ -165,6 +166,9 @@ class ChatCountRequest(ChatRequestParams, frozen=True, kw_only=True):
         ),
     ] = True
 
+    def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
+        check_nesting(self.messages, self.tools, self.chat_template_kwargs)
+
 
 class MessageTokens(ResponseBody, frozen=True):
     """The tokens one message adds to the conversation."""
@@ -236,6 +240,9 @@ class EstimateRequest(ChatRequestParams, frozen=True, kw_only=True):
     cached_input_tokens: Annotated[
         Tokens, doc("input tokens served from a prompt cache (at most the input)", 0)
     ] = 0
+
+    def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
+        check_nesting(self.messages, self.tools, self.chat_template_kwargs)
 
 
 class Costs(ResponseBody, frozen=True):
