@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.errors import ChatInputError
+from service.models import images
 from service.models.conversation import check_messages, check_tools
 from service.models.counting import ChatCount, count_chat
 from service.models.pricing import Estimate, estimate
@@ -34,6 +35,8 @@ def count_conversation(
 ) -> Counted:
     model = registry.resolve_model(model_ref)
     tok = registry.resolve(model.tokenizer_ref)
+    messages, found = images.split(messages)  # image parts: counted by the model's rule
+    images.check_counted(model, found)
     checked = check_messages(messages)
     result = count_chat(
         model,
@@ -45,6 +48,7 @@ def count_conversation(
         max_chars=max_chars,
         breakdown=breakdown,
     )
+    images.add_tokens(result, model, found)
     return Counted(model, tok, result)
 
 
