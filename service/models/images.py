@@ -90,6 +90,8 @@ def add_tokens(count: ChatCount, model: LoadedModel, images: list[Image]) -> Non
         if image.index < len(count.messages):
             held = count.messages[image.index]
             count.messages[image.index] = dataclasses.replace(held, tokens=held.tokens + tokens)
+        else:  # no breakdown: the total's one figure
+            count.overhead["unattributed"] = count.overhead.get("unattributed", 0) + tokens
     count.exact = False
     count.ids = None
 
