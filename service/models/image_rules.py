@@ -26,7 +26,9 @@ Every figure is an estimate (the providers publish the rule, not the code that a
   examples: 200x200 ~54, 1000x1000 ~1334, 1092x1092 ~1590). The pixel limit is the largest size
   its table lists as not resized (784x1568, 1,229,312 px; the text's ~1,600 tokens is
   approximate: that size is 1,639).
-- A fixed count per image (Gemma 3 turns every image into 256 soft tokens between its markers).
+- A fixed count per image. Gemma 3: 260, as its processor (transformers' processing_gemma3.py)
+  replaces the `<start_of_image>` its template writes with "\n\n<start_of_image>", 256
+  `<image_soft_token>`s and "<end_of_image>\n\n" (each "\n\n" one token).
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ class AnthropicImages(
 class FixedImages(
     Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="rule", tag="fixed"
 ):
-    """The same count for every image, whatever its size (Gemma 3: 256 image tokens plus the
-    markers around them). The only rule for models counted by a chat template."""
+    """The same count for every image, whatever its size (Gemma 3: 260, its 256 soft tokens and
+    the markers around them). The only rule for models counted by a chat template."""
 
     tokens: Annotated[int, Meta(ge=0)]
 
