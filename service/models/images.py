@@ -103,44 +103,45 @@ def check_counted(model: LoadedModel, images: list[Image]) -> None:
 
 
 def anthropic_part(block: Mapping[str, Any], i: int, where: str) -> dict[str, Any]:
-    """An Anthropic `image` block (`source`: base64 or url) as a sized OpenAI part."""
+    """An Anthropic `image` block (`source`: base64, url, or file with `width` and `height` on
+    the block) as a sized OpenAI part."""
     source = block.get("source")
     if not isinstance(source, Mapping):
-        raise ImageInputError(i, f"{where}.source", "must be an object (base64 or url)")
+        raise ImageInputError(i, f"{where}.source", "must be an object (base64, url or file)")
     kind = source.get("type")
-    url: Any
+    size = block.get("width"), block.get("height")
     if kind == "base64":
         data = source.get("data")
         if not isinstance(data, str):
             raise ImageInputError(i, f"{where}.source.data", "must be a base64 string")
-        url = f"data:{source.get('media_type', 'image')};base64,"  # the data is read here
-        image = _sized(block.get("width"), block.get("height"), i, where, data=data,
-                       data_field=f"{where}.source.data")  # fmt: skip
-    elif kind == "url":
-        url = source.get("url")
-        if not isinstance(url, str):
-            raise ImageInputError(i, f"{where}.source.url", "must be a string")
-        image = _sized(block.get("width"), block.get("height"), i, where, url=url,
-                       data_field=f"{where}.source.url")  # fmt: skip
-    else:
-        raise ImageInputError(i, f"{where}.source.type", f"{kind!r} is not counted; give "
-                              "base64 or url (with width and height)")  # fmt: skip
-    return _part(url, image)
+        image = _sized(*size, i, where, data=data, data_field=f"{where}.source.data")
+        return _part(f"data:{source.get('media_type', 'image')};base64,", image)  # data read
+    if kind in ("url", "file"):
+        key = "url" if kind == "url" else "file_id"
+        if not isinstance(source.get(key), str):
+            raise ImageInputError(i, f"{where}.source.{key}", "must be a string")
+        image = _sized(*size, i, where, data_field=f"{where}.source.{key}",
+                       stored=kind == "file")  # fmt: skip
+        return _part(source["url"] if kind == "url" else "", image)
+    raise ImageInputError(i, f"{where}.source.type", f"{kind!r} is not counted; give base64, "
+                          "or url or file with width and height")  # fmt: skip
 
 
 def responses_part(part: Mapping[str, Any], i: int, where: str) -> dict[str, Any]:
-    """A Responses `input_image` part (`image_url`, `detail`) as a sized OpenAI part."""
-    url: Any = part.get("image_url")
+    """A Responses `input_image` part (`image_url` or `file_id`, `detail`) as a sized OpenAI
+    part."""
     detail = part.get("detail", "auto")
     if detail not in ("low", "high", "auto"):
         raise ImageInputError(i, f"{where}.detail", "must be low, high or auto")
-    if url is None and part.get("file_id") is not None:
-        url = ""  # a stored file: its size only from width and height
+    size = part.get("width"), part.get("height")
+    url = part.get("image_url")
+    if url is None and isinstance(part.get("file_id"), str):
+        image = _sized(*size, i, where, data_field=f"{where}.file_id", stored=True, detail=detail)
+        return _part("", image)
     if not isinstance(url, str):
         raise ImageInputError(i, f"{where}.image_url", "must be a string (a URL or data URL)")
-    image = _sized(part.get("width"), part.get("height"), i, where, url=url or None,
-                   data_field=f"{where}.image_url", detail=detail)  # fmt: skip
-    return _part(url if not url.startswith("data:") else url.split(",", 1)[0] + ",", image)
+    image = _sized(*size, i, where, url=url, data_field=f"{where}.image_url", detail=detail)
+    return _part(url[: url.find(",") + 1] if url.startswith("data:") else url, image)
 
 
 def _part(url: str, image: Image) -> dict[str, Any]:
@@ -164,11 +165,11 @@ def _openai_image(raw: Any, i: int, where: str) -> Image:
 
 
 def _sized(
-    width: Any, height: Any, i: int, where: str, *, data_field: str,
-    data: str | None = None, url: str | None = None, detail: str = "auto",
+    width: Any, height: Any, i: int, where: str, *, data_field: str, data: str | None = None,
+    url: str | None = None, stored: bool = False, detail: str = "auto",
 ) -> Image:  # fmt: skip
     """The image's size: `width` and `height` if given, else read from the base64 `data` or a
-    data URL's payload."""
+    data URL's payload (a URL or a `stored` file is never fetched)."""
     given = [(name, v) for name, v in (("width", width), ("height", height)) if v is not None]
     for name, value in given:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**31:
@@ -183,8 +184,9 @@ def _sized(
             raise ImageInputError(i, data_field, "is a data URL without ;base64: send the "
                                   "image as base64, or give width and height")  # fmt: skip
     if data is None:
-        raise ImageInputError(i, data_field, "is a URL, and URLs are never fetched: give the "
-                              "image's width and height with it, or send it as base64")  # fmt: skip
+        what = "is a stored file" if stored else "is a URL"
+        raise ImageInputError(i, data_field, f"{what}, never fetched: give the image's width "
+                              "and height with it, or send it as base64")  # fmt: skip
     try:
         _, w, h = image_headers.size(_base64_reader(data))
     except ValueError as exc:

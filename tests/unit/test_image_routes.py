@@ -139,11 +139,13 @@ def test_an_anthropic_image_block_counts_by_its_rule(client: TestClient[Any]) ->
                                            "data": b64(png(1000, 1000))}},
               {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"},
                "width": 200, "height": 200},
+              {"type": "image", "source": {"type": "file", "file_id": "file_1"},
+               "width": 1092, "height": 1092},
               {"type": "text", "text": "What is this?"}]  # fmt: skip
     body["messages"] = [{"role": "user", "content": blocks}]
     r = client.post("/v1/messages/count_tokens", json=body)
     assert r.status_code == 200, r.text
-    assert r.json()["input_tokens"] == plain + 1334 + 54
+    assert r.json()["input_tokens"] == plain + 1334 + 54 + 1590
 
 
 def test_a_responses_input_image_counts_by_its_rule(client: TestClient[Any]) -> None:
@@ -153,11 +155,13 @@ def test_a_responses_input_image_counts_by_its_rule(client: TestClient[Any]) -> 
     plain = client.post("/v1/responses/input_tokens", json=body).json()["input_tokens"]
     assert plain == count(client, "gpt-4o", TEXT)["input_tokens"]
     url = f"data:image/png;base64,{b64(png(1024, 1024))}"
-    body["input"] = [{"role": "user", "content": [*text, {"type": "input_image",
-                                                          "image_url": url}]}]  # fmt: skip
+    body["input"] = [{"role": "user", "content": [
+        *text, {"type": "input_image", "image_url": url},
+        {"type": "input_image", "file_id": "file_1", "width": 2048, "height": 4096,
+         "detail": "low"}]}]  # fmt: skip
     r = client.post("/v1/responses/input_tokens", json=body)
     assert r.status_code == 200, r.text
-    assert r.json()["input_tokens"] == plain + 765
+    assert r.json()["input_tokens"] == plain + 765 + 85
 
 
 CUT = b64(png(9, 9))[:20]  # 15 of the PNG's bytes: its IHDR cut off
@@ -183,6 +187,12 @@ CUT = b64(png(9, 9))[:20]  # 15 of the PNG's bytes: its IHDR cut off
     ("/v1/responses/input_tokens", {"model": "gpt-4o", "input": [{"role": "user", "content": [
         {"type": "input_image", "image_url": "https://example.com/a.png"}]}]},
      "invalid-image", "content[0].image_url"),
+    ("/v1/responses/input_tokens", {"model": "gpt-4o", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "x"}, {"type": "input_image", "file_id": "file_1"}]}]},
+     "invalid-image", "content[1].file_id"),
+    ("/v1/messages/count_tokens", {"model": "claude-like", "messages": [{"role": "user",
+     "content": [{"type": "image", "source": {"type": "file", "file_id": "f"}, "width": 9}]}]},
+     "invalid-image", "content[0].width"),  # one of the two
 ])  # fmt: skip
 def test_bad_images_are_422_naming_the_field(
     client: TestClient[Any], path: str, body: dict[str, Any], kind: str, field: str
