@@ -254,3 +254,16 @@ def test_a_template_model_takes_only_a_fixed_rule() -> None:
         parse_model(head + b'{"rule": "openai-tiles"}}', "m")
     with pytest.raises(FormatError, match="valid model profile"):
         parse_model(head + b'{"rule": "fixed"}}', "m")  # tokens is required
+
+
+def test_the_largest_declared_sizes_stay_within_each_rules_caps() -> None:
+    """A PNG may declare 2^31-1 pixels a side: every rule scales it down to its caps."""
+    side = 2**31 - 1
+    ihdr = b"IHDR" + struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr  # the header alone
+    data = base64.b64encode(head).decode()
+    assert image_headers.size(images._base64_reader(data)) == ("png", side, side)
+    assert image_rules.image_tokens(GPT_4O, side, side, "high") == 85 + 4 * 170  # 768 x 768
+    assert image_rules.image_tokens(OpenAIPatchImages(multiplier=1.0), side, side) <= 1536
+    assert image_rules.image_tokens(AnthropicImages(), side, 1) == math.ceil(1568 * 1 / 750)
+    assert image_rules.image_tokens(AnthropicImages(), side, side) <= math.ceil(1229312 / 750)
