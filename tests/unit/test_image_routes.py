@@ -27,6 +27,7 @@ from service.store.modelfile import (
     OpenAIPatchImages,
 )
 from service.store.registry import load_store
+from tests.testdata import image_bytes
 from tests.unit.test_images import gif, jpeg, png
 
 QWEN_TEMPLATE = (BUNDLED_STORE / "models" / "qwen2.5@1.json").read_bytes()
@@ -84,6 +85,7 @@ def count(client: TestClient[Any], model: str, messages: list[Any]) -> dict[str,
     (image_part(png(1024, 1024)), 765),  # OpenAI's guide: 1024 x 1024 high: 765
     (image_part(jpeg(2048, 4096), "jpeg", detail="high"), 1105),  # 2048 x 4096 high: 1105
     (image_part(gif(4096, 8192), "gif", detail="low"), 85),  # low: 85 whatever the size
+    (image_part(image_bytes("python.jpg"), "jpeg"), 85 + 170),  # a real 16 x 16 JPEG: one tile
     ({**image_part(png(4096, 8192)), "width": 1024, "height": 1024}, 765),  # given size wins
     ({"type": "image_url", "image_url": {"url": "https://example.com/a.png"}, "width": 2048,
       "height": 4096}, 1105),  # a URL with its size: counted, never fetched

@@ -20,6 +20,7 @@ from service.store.modelfile import (
     OpenAITileImages,
     parse_model,
 )
+from tests.testdata import image_bytes
 
 # --- headers written from the formats' specifications -------------------------------------------
 
@@ -267,3 +268,15 @@ def test_the_largest_declared_sizes_stay_within_each_rules_caps() -> None:
     assert image_rules.image_tokens(OpenAIPatchImages(multiplier=1.0), side, side) <= 1536
     assert image_rules.image_tokens(AnthropicImages(), side, 1) == math.ceil(1568 * 1 / 750)
     assert image_rules.image_tokens(AnthropicImages(), side, side) <= math.ceil(1229312 / 750)
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("python.png", "png"), ("python.gif", "gif"), ("python.jpg", "jpeg"),
+    ("python_raw.jpg", "jpeg"), ("python.webp", "webp"),
+])  # fmt: skip
+def test_real_files_give_the_size_file_reports(name: str, kind: str) -> None:
+    """CPython's test images (tests/data/README.md): 16 x 16 each, as `file` reports them."""
+    data = image_bytes(name)
+    assert image_headers.size(reader(data)) == (kind, 16, 16)
+    encoded = base64.b64encode(data).decode()
+    assert image_headers.size(images._base64_reader(encoded)) == (kind, 16, 16)
