@@ -37,8 +37,8 @@ TAG = "provider-shaped"
 async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
                                  data: JSONBody[AnthropicCountRequest]) -> InputTokens:  # fmt: skip
     """Anthropic's `messages/count_tokens` request (`model`, `system`, `messages` with text,
-    thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
-    `/v1/models/{model}/count` counts the same conversation."""
+    image, thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
+    `/v1/models/{model}/count` counts the same conversation (images by the model's rule)."""
 
     def count() -> int:
         chat = providers.from_anthropic(data.system, data.messages, data.tools)
