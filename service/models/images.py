@@ -20,17 +20,19 @@ import binascii
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta, Struct
 
-from service.errors import ImageInputError, ImagesNotCountedError
+from service.errors import ChatInputError, ImageInputError, ImagesNotCountedError
 from service.models import image_headers
+from service.models.conversation import TextPart
 from service.models.counting import ChatCount
 from service.models.image_rules import image_tokens
 from service.store.modelstore import LoadedModel
 
+T = TypeVar("T")
 Dimension = Annotated[int, Meta(ge=1, le=2**31 - 1)]
 Detail = Literal["low", "high", "auto"]
 
@@ -59,7 +61,9 @@ class Image:
 
 
 def split(messages: list[Any]) -> tuple[list[Any], list[Image]]:
-    """The messages without their image parts (text parts left in order), and the images."""
+    """The messages without their image parts (the text parts joined by newlines, as
+    `check_messages` joins them, each checked here where its index is still the caller's), and
+    the images."""
     out: list[Any] = []
     found: list[Image] = []
     for i, message in enumerate(messages):
@@ -67,13 +71,13 @@ def split(messages: list[Any]) -> tuple[list[Any], list[Image]]:
         if not isinstance(content, list) or not any(_is_image(p) for p in content):
             out.append(message)
             continue
-        kept = []
+        texts = []
         for j, part in enumerate(content):
             if _is_image(part):
                 found.append(_openai_image(part, i, f"content[{j}]"))
             else:
-                kept.append(part)
-        out.append({**message, "content": kept})
+                texts.append(_convert(part, TextPart, i, f"content[{j}]", ChatInputError).text)
+        out.append({**message, "content": "\n".join(texts)})
     return out, found
 
 
@@ -154,14 +158,19 @@ def _is_image(part: Any) -> bool:
 
 
 def _openai_image(raw: Any, i: int, where: str) -> Image:
+    part = _convert(raw, ImagePart, i, where, ImageInputError)
+    return _sized(part.width, part.height, i, where, url=part.image_url.url,
+                  data_field=f"{where}.image_url.url", detail=part.image_url.detail)  # fmt: skip
+
+
+def _convert(raw: Any, kind: type[T], i: int, where: str, error: type[ChatInputError]) -> T:
+    """`raw` as `kind`, or `error` naming the field within `where`."""
     try:
-        part = msgspec.convert(raw, type=ImagePart)
+        return msgspec.convert(raw, type=kind)
     except msgspec.ValidationError as exc:
         reason, sep, at = str(exc).rpartition(" - at `$")
         field = f"{where}.{at.rstrip('`').lstrip('.')}" if sep else where
-        raise ImageInputError(i, field.rstrip("."), reason if sep else str(exc)) from None
-    return _sized(part.width, part.height, i, where, url=part.image_url.url,
-                  data_field=f"{where}.image_url.url", detail=part.image_url.detail)  # fmt: skip
+        raise error(i, field.rstrip("."), reason if sep else str(exc)) from None
 
 
 def _sized(

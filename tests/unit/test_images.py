@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from service.errors import FormatError, ImageInputError
+from service.errors import ChatInputError, FormatError, ImageInputError
 from service.models import image_headers, image_rules, images
 from service.store.modelfile import (
     AnthropicImages,
@@ -148,9 +148,17 @@ def test_split_takes_image_parts_out_and_keeps_the_text_in_order() -> None:
                                                  "detail": "low"}}]}]  # fmt: skip
     out, found = images.split(messages)
     assert out[0] is messages[0]
-    assert out[1]["content"] == [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert out[1]["content"] == "a\nb"  # as check_messages joins text parts
     assert found == [images.Image(1, "content[1]", 300, 200, "auto"),
                      images.Image(1, "content[3]", 64, 32, "low")]  # fmt: skip
+
+
+def test_a_bad_text_part_beside_an_image_keeps_its_own_index() -> None:
+    content = [part("x", width=1, height=1), {"type": "text", "text": 5}]
+    with pytest.raises(ChatInputError) as err:
+        images.split([{"role": "user", "content": content}])
+    assert not isinstance(err.value, ImageInputError)
+    assert (err.value.index, err.value.field) == (0, "content[1].text")
 
 
 @pytest.mark.parametrize(("bad", "field", "words"), [
