@@ -215,3 +215,10 @@ def test_a_huge_base64_image_is_read_by_its_header_alone(client: TestClient[Any]
     plain = count(client, "gpt-4o", TEXT)["input_tokens"]
     doc = count(client, "gpt-4o", with_parts({"type": "image_url", "image_url": {"url": url}}))
     assert doc["input_tokens"] == plain + 1105
+
+
+def test_a_model_says_how_it_counts_images(client: TestClient[Any]) -> None:
+    assert client.get("/v1/models/gpt-4o-mini").json()["images"] == {
+        "rule": "openai-tiles", "base": 2833, "per_tile": 5667}  # fmt: skip
+    assert client.get("/v1/models/gemma-like").json()["images"] == {"rule": "fixed", "tokens": 260}
+    assert "images" not in client.get("/v1/models/qwen3").json()

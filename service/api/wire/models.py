@@ -76,6 +76,12 @@ class ModelInfo(ResponseBody, frozen=True):
         str | None, doc("sha256 of the Jinja chat template, hex (`jinja` only)")
     ] = None
     prices: Annotated[PriceInfo | None, doc("its list prices, if a price file has them")] = None
+    images: Annotated[
+        dict[str, Any] | None,
+        doc("how its image parts count, as in the profile (`rule`: openai-tiles, openai-patches, "
+            "anthropic or fixed); absent: images are refused", {"rule": "openai-tiles",
+                                                               "base": 85, "per_tile": 170}),
+    ] = None  # fmt: skip
 
 
 class ModelListResponse(ResponseBody, frozen=True):
