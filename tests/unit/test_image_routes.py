@@ -222,3 +222,11 @@ def test_a_model_says_how_it_counts_images(client: TestClient[Any]) -> None:
         "rule": "openai-tiles", "base": 2833, "per_tile": 5667}  # fmt: skip
     assert client.get("/v1/models/gemma-like").json()["images"] == {"rule": "fixed", "tokens": 260}
     assert "images" not in client.get("/v1/models/qwen3").json()
+
+
+def test_vllm_tokenize_says_images_have_no_ids(client: TestClient[Any]) -> None:
+    body = {"model": "gemma-like", "messages": with_parts(image_part(png(5, 5)))}
+    r = client.post("/tokenize", json=body)
+    assert r.status_code == 422 and r.json()["field"] == "messages"
+    assert "images count by an estimate" in r.json()["detail"]
+    assert client.post("/tokenize", json={**body, "messages": TEXT}).status_code == 200

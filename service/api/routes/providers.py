@@ -87,8 +87,9 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
             template_kwargs=data.chat_template_kwargs,
             max_chars=worker.settings.max_body_bytes * 4)  # fmt: skip
         if counted.count.ids is None:
-            raise ChatInputError(None, "messages", f"{model.ref} counts by an estimate "
-                                 f"({counted.count.method}); it has no token ids")  # fmt: skip
+            how = ("images count by an estimate" if counted.count.method != "openai-estimate"
+                   else f"{model.ref} counts by an estimate ({counted.count.method})")  # fmt: skip
+            raise ChatInputError(None, "messages", f"{how}; there are no token ids")
         return counted.count.ids
 
     tokens = await run_work(_size(data), ids)
