@@ -26,15 +26,18 @@ models = [
    metadata=ModelMetadata(description="gpt-oss in OpenAI's harmony format", source="gpt-oss model card: 131,072-token context")),
 ]
 est = dict(tokens_per_message=3, tokens_per_name=1, reply_priming=3, prop_init=3, prop_key=3, enum_init=-3, enum_item=3, func_end=12)
-for name, tok, aliases, ctx, out, func_init in [
-  ("gpt-4", "cl100k_base@1", ["gpt-4-0613"], 8192, 8192, 10),
-  ("gpt-3.5-turbo", "cl100k_base@1", ["gpt-3.5-turbo-0125", "gpt-3.5-turbo-1106"], 16385, 4096, 10),
-  ("gpt-4o", "o200k_base@1", ["gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-2024-05-13"], 128000, 16384, 7),
-  ("gpt-4o-mini", "o200k_base@1", ["gpt-4o-mini-2024-07-18"], 128000, 16384, 7),
-  ("gpt-4.1", "o200k_base@1", ["gpt-4.1-2025-04-14"], 1047576, 32768, 7),
+# images: OpenAI's "Images and vision" guide, Calculating costs (base and tile tokens per model;
+# gpt-4 and gpt-3.5-turbo take no images)
+tiles_4o = OpenAITileImages(base=85, per_tile=170)
+for name, tok, aliases, ctx, out, func_init, images in [
+  ("gpt-4", "cl100k_base@1", ["gpt-4-0613"], 8192, 8192, 10, None),
+  ("gpt-3.5-turbo", "cl100k_base@1", ["gpt-3.5-turbo-0125", "gpt-3.5-turbo-1106"], 16385, 4096, 10, None),
+  ("gpt-4o", "o200k_base@1", ["gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-2024-05-13"], 128000, 16384, 7, tiles_4o),
+  ("gpt-4o-mini", "o200k_base@1", ["gpt-4o-mini-2024-07-18"], 128000, 16384, 7, OpenAITileImages(base=2833, per_tile=5667)),
+  ("gpt-4.1", "o200k_base@1", ["gpt-4.1-2025-04-14"], 1047576, 32768, 7, tiles_4o),
 ]:
     models.append(ModelFile(name=name, version="1", tokenizer=tok, aliases=aliases, context_window=ctx, max_output_tokens=out,
-      chat=OpenAIEstimateChat(func_init=func_init, **est),
+      chat=OpenAIEstimateChat(func_init=func_init, **est), images=images,
       metadata=ModelMetadata(description=f"OpenAI API {name}: the cookbook's per-message estimate on {tok.split('@')[0]}", source="OpenAI cookbook, How to count tokens with tiktoken (num_tokens_from_messages, num_tokens_for_tools); context and output limits from OpenAI's model pages")))
 src = ("OpenAI's list prices (https://openai.com/api/pricing/) as known when this file was written, "
        "without access to that page: NOT re-read on read_on; verify before billing")

@@ -152,6 +152,30 @@ class ChatInputError(InputError):
         return {"index": self.index, "field": self.field}  # index null: the request itself
 
 
+class ImageInputError(ChatInputError):
+    """An image part whose size cannot be known: bad base64, a header that is not PNG, JPEG, GIF
+    or WebP (or is cut short), or a URL without `width` and `height` (a URL is never fetched)."""
+
+    kind, title = "invalid-image", "Invalid image"
+
+
+class ImagesNotCountedError(InputError):
+    """An image sent to a model whose profile has no `images` rule."""
+
+    kind, title = "images-not-counted", "Images not counted"
+    fact_names = ("model", "index", "field")
+
+    def __init__(self, model: str, index: int, field: str) -> None:
+        self.model = model
+        self.index = index
+        self.field = field
+        super().__init__(
+            f"model {model} does not count images (its profile has no `images` rule); "
+            f"messages[{index}].{field} is an image: leave it out, or count with a model that "
+            f"counts images"
+        )
+
+
 class TemplateError(InputError):
     """The model's chat template refused the conversation (its own message is kept)."""
 

@@ -70,6 +70,11 @@ def tiktoken_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
+def image_bytes(name: str) -> bytes:
+    """A real image file, e.g. `python.jpg`."""
+    return _read("images", name)
+
+
 CORPUS_NAMES = sorted(p.name.removesuffix(".xz") for p in (DATA / "corpus").glob("*.txt.xz"))
 
 

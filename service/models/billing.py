@@ -8,6 +8,7 @@ from typing import Any
 
 from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
+from service.models import images
 from service.models.conversation import check_messages, check_tools
 from service.models.counting import ChatCount, count_chat
 from service.models.pricing import Estimate, estimate
@@ -36,6 +37,8 @@ def count_conversation(
 ) -> Counted:
     model = registry.resolve_model(model_ref)
     tok = registry.resolve(model.tokenizer_ref)
+    messages, found = images.split(messages)  # image parts: counted by the model's rule
+    images.check_counted(model, found)
     checked = check_messages(messages)
     result = count_chat(
         model,
@@ -48,6 +51,7 @@ def count_conversation(
         deadline=deadline,
         breakdown=breakdown,
     )
+    images.add_tokens(result, model, found)
     return Counted(model, tok, result)
 
 

@@ -2,8 +2,8 @@
 
 What a template sees is what vLLM hands it: content given as a list of text parts is joined with
 newlines, content that is null or left out is "", and a tool call's `arguments` given as a JSON
-string is parsed into an object. Every
-problem names the message index and the field.
+string is parsed into an object. Image parts are taken out before (`service.models.images`
+counts them by the model's rule). Every problem names the message index and the field.
 
 Every renderer (Jinja's `tojson`, harmony's schema walk, the estimate rule's JSON) recurses over
 what it is given, so nothing may nest deeper than `MAX_NESTING` lists and objects

@@ -13,8 +13,10 @@ count whichever shape it arrives in:
   assistant message before them, or a new one) and `function_call_output` items (`tool` messages).
   Tools are `{"type": "function", "name", "description", "parameters"}`.
 
-Images and other media are not counted here: a block of such a type is a ChatInputError naming it.
-Every problem names the message index and the field.
+Images (Anthropic `image` blocks, Responses `input_image` parts) are read here, where their
+index and field are the request's own, and handed on as OpenAI image parts carrying their size
+(`service.models.images`); other media are a ChatInputError naming the block. Every problem names
+the message index and the field.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.errors import ChatInputError
+from service.models import images
 
 Messages = list[dict[str, Any]]
 
@@ -67,7 +70,7 @@ def from_responses(instructions: str | None, items: str | Sequence[Any],
         kind = item.get("type", "message")
         if kind == "message":
             role, content = _role_and_content(item, i, ("user", "assistant", "system", "developer"))
-            text = content if isinstance(content, str) else _parts_text(content, i, "content")
+            text = content if isinstance(content, str) else _parts(content, i, "content")
             out.append({"role": role, "content": text})
         elif kind == "function_call":
             call = _call(_field(item, "call_id", str, i), _field(item, "name", str, i),
@@ -105,6 +108,7 @@ def _anthropic_blocks(role: str, blocks: Sequence[Any], i: int) -> Messages:
     message itself with its text, reasoning and tool calls (left out if it has none)."""
     results: Messages = []
     texts: list[str] = []
+    pictures: list[dict[str, Any]] = []
     thinking: list[str] = []
     calls: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
@@ -112,6 +116,8 @@ def _anthropic_blocks(role: str, blocks: Sequence[Any], i: int) -> Messages:
         where = f"content[{j}]"
         if kind == "text":
             texts.append(_field(block, "text", str, i, where))
+        elif kind == "image":
+            pictures.append(images.anthropic_part(block, i, where))
         elif kind == "thinking":
             thinking.append(_field(block, "thinking", str, i, where))
         elif kind == "redacted_thinking":
@@ -129,10 +135,11 @@ def _anthropic_blocks(role: str, blocks: Sequence[Any], i: int) -> Messages:
             results.append({"role": "tool", "content": text, "tool_call_id": call_id})
         else:
             raise ChatInputError(i, f"{where}.type", f"blocks of type {kind!r} are not counted; "
-                                 "give text, thinking, tool_use or tool_result")  # fmt: skip
-    if not (texts or thinking or calls):
+                                 "give text, image, thinking, tool_use or tool_result")  # fmt: skip
+    if not (texts or pictures or thinking or calls):
         return results
-    message: dict[str, Any] = {"role": role, "content": "\n".join(texts) if texts else None}
+    joined = "\n".join(texts) if texts else None
+    message: dict[str, Any] = {"role": role, "content": _with_images(joined, pictures)}
     if thinking:
         message["reasoning_content"] = "\n".join(thinking)
     if calls:
@@ -154,18 +161,37 @@ def _anthropic_text(content: Any, i: int | None, where: str) -> str:
     return "\n".join(texts)
 
 
-def _parts_text(parts: Any, i: int, where: str) -> str:
-    """Responses content parts (`input_text`, `output_text`, `text`) joined by newlines."""
+def _parts(parts: Any, i: int, where: str) -> str | list[dict[str, Any]]:
+    """Responses content parts: the text ones joined by newlines, with the images after them."""
     if not isinstance(parts, list):
-        raise ChatInputError(i, where, "must be a string or a list of text parts")
+        raise ChatInputError(i, where, "must be a string or a list of content parts")
+    pictures = []
     texts = []
     for j, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "input_image":
+            pictures.append(images.responses_part(part, i, f"{where}[{j}]"))
+            continue
         if kind not in ("input_text", "output_text", "text"):
             raise ChatInputError(i, f"{where}[{j}].type", f"parts of type {kind!r} are not "
-                                 "counted; give input_text or output_text")  # fmt: skip
+                                 "counted; give input_text, output_text, input_image")  # fmt: skip
         texts.append(_field(part, "text", str, i, f"{where}[{j}]"))
-    return "\n".join(texts)
+    return _with_images("\n".join(texts), pictures) or ""
+
+
+def _parts_text(parts: Any, i: int, where: str) -> str:
+    """A function call output's text parts joined by newlines (images are not counted there)."""
+    text = _parts(parts, i, where)
+    if not isinstance(text, str):
+        raise ChatInputError(i, where, "images in a function call output are not counted")
+    return text
+
+
+def _with_images(text: str | None, pictures: list[dict[str, Any]]) -> Any:
+    """The content: the text alone, or a text part followed by the sized image parts."""
+    if not pictures:
+        return text
+    return [*([{"type": "text", "text": text}] if text is not None else []), *pictures]
 
 
 def _anthropic_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:

@@ -64,6 +64,52 @@ class OpenAIEstimateChat(
 ChatFormat = JinjaChat | HarmonyChat | OpenAIEstimateChat
 
 
+class OpenAITileImages(
+    Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="rule",
+    tag="openai-tiles",
+):  # fmt: skip
+    """OpenAI's tile rule (GPT-4o, GPT-4.1, o1/o3): `base` tokens, plus `per_tile` for each
+    512 px tile of the image scaled into 2048 px and its short side to 768 px (`detail: low`:
+    `base` alone). Computed by `service.models.image_rules`."""
+
+    base: Annotated[int, Meta(ge=0)] = 85
+    per_tile: Annotated[int, Meta(ge=0)] = 170
+
+
+class OpenAIPatchImages(
+    Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="rule",
+    tag="openai-patches",
+):  # fmt: skip
+    """OpenAI's patch rule (GPT-4.1-mini/nano, o4-mini): the 32 px patches covering the image
+    (scaled down to at most `max_patches`), times the model's `multiplier`."""
+
+    multiplier: Annotated[float, Meta(gt=0)] = 1.0
+    max_patches: Annotated[int, Meta(ge=1)] = 1536
+
+
+class AnthropicImages(
+    Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="rule",
+    tag="anthropic",
+):  # fmt: skip
+    """Anthropic's rule: width * height / 750 after the image is scaled down to a long edge of
+    at most `max_long_edge` px and at most `max_pixels` px."""
+
+    max_long_edge: Annotated[int, Meta(ge=1)] = 1568
+    max_pixels: Annotated[int, Meta(ge=1)] = 1568 * 784
+
+
+class FixedImages(
+    Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="rule", tag="fixed"
+):
+    """The same count for every image, whatever its size (Gemma 3: 260, its 256 soft tokens and
+    the markers around them). The only rule for models counted by a chat template."""
+
+    tokens: Annotated[int, Meta(ge=0)]
+
+
+ImageRule = OpenAITileImages | OpenAIPatchImages | AnthropicImages | FixedImages
+
+
 class ModelMetadata(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     description: str = ""
     source: str = ""
@@ -78,6 +124,7 @@ class ModelFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True
     context_window: Annotated[int, Meta(ge=1)]
     max_output_tokens: Annotated[int, Meta(ge=1)]
     chat: ChatFormat
+    images: ImageRule | None = None
     metadata: ModelMetadata = msgspec.field(default_factory=ModelMetadata)
 
 
@@ -112,6 +159,10 @@ def parse_model(data: bytes, where: str) -> ModelFile:
             ).parse(mf.chat.template)
         except jinja2.TemplateSyntaxError as exc:
             raise FormatError(where, "chat.template", f"line {exc.lineno}: {exc.message}") from None
+    rendered = not isinstance(mf.chat, OpenAIEstimateChat)  # a template or harmony: text only
+    if rendered and mf.images is not None and not isinstance(mf.images, FixedImages):
+        raise FormatError(where, "images", "a chat template or harmony renders text only: "
+                          "only a fixed rule counts its images")  # fmt: skip
     if len(set(mf.aliases)) != len(mf.aliases):
         raise FormatError(where, "aliases", "an alias is listed twice")
     return mf

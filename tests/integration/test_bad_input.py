@@ -87,6 +87,17 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
     ("wrong method", "GET", f"{T}/count", b"", {}, 405, "method-not-allowed"),
     ("bad query value", "POST", f"{T}/decode/stream?errors=maybe", b'{"ids": []}\n', {}, 400,
      "invalid-body"),
+    ("image URL without its size", "POST", "/v1/models/gpt-4o/count", json.dumps({"messages": [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {
+            "url": "http://127.0.0.1:9/never-fetched.png"}}]}]}).encode(), JSON, 422,
+     "invalid-image"),
+    ("image that is not base64", "POST", "/v1/models/gpt-4o/count", json.dumps({"messages": [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {
+            "url": "data:image/png;base64," + "%" * 60_000}}]}]}).encode(), JSON, 422,
+     "invalid-image"),
+    ("image for a model without an image rule", "POST", "/v1/models/qwen3/count", json.dumps({
+        "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {
+            "url": "x"}, "width": 8, "height": 8}]}]}).encode(), JSON, 422, "images-not-counted"),
 ]  # fmt: skip
 
 

@@ -164,7 +164,10 @@ def test_vllm_tokenize_and_detokenize_agree_with_encode_and_decode(
 
 @pytest.mark.parametrize(("path", "body", "field"), [
     ("/v1/messages/count_tokens", {"model": "qwen3", "messages": [{"role": "user", "content": [
-        {"type": "image", "source": {"type": "url", "url": "http://x"}}]}]}, "content[0].type"),
+        {"type": "image", "source": {"type": "url", "url": "http://x"}}]}]},
+     "content[0].source.url"),
+    ("/v1/messages/count_tokens", {"model": "qwen3", "messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "data": "x"}}]}]}, "content[0].type"),
     ("/v1/messages/count_tokens", {"model": "qwen3", "messages": [{"role": "system",
                                                                     "content": "x"}]}, "role"),
     ("/v1/messages/count_tokens", {"model": "qwen3", "messages": [{"role": "assistant", "content": [

@@ -182,6 +182,22 @@ class InvalidMessageError(InputError):
     field: str | None
 
 
+class InvalidImageError(InvalidMessageError):
+    """An image part whose size cannot be known (a URL without `width` and `height`, bad base64,
+    a header that is cut short or not PNG, JPEG, GIF or WebP)."""
+
+    kind, facts = "invalid-image", ("index", "field")
+
+
+class ImagesNotCountedError(InputError):
+    """An image sent to a model whose profile has no `images` rule."""
+
+    kind, facts = "images-not-counted", ("model", "index", "field")
+    model: str | None
+    index: int | None
+    field: str | None
+
+
 class TemplateError(InputError):
     kind = "template-error"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import msgspec
 from litestar.params import FromPath, JSONBody
 
 from service.api.budget import run_work
@@ -50,6 +51,7 @@ def info_of(registry: Registry, m: LoadedModel) -> ModelInfo:
         max_output_tokens=p.max_output_tokens, description=p.metadata.description,
         source=p.metadata.source, prices=prices,
         template_sha256=hashlib.sha256(template.encode()).hexdigest() if template else None,
+        images=msgspec.to_builtins(p.images) if p.images is not None else None,
     )  # fmt: skip
 
 

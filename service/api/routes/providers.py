@@ -38,8 +38,8 @@ TAG = "provider-shaped"
 async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
                                  data: JSONBody[AnthropicCountRequest]) -> InputTokens:  # fmt: skip
     """Anthropic's `messages/count_tokens` request (`model`, `system`, `messages` with text,
-    thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
-    `/v1/models/{model}/count` counts the same conversation."""
+    image, thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
+    `/v1/models/{model}/count` counts the same conversation (images by the model's rule)."""
 
     def count(deadline: Deadline) -> int:
         chat = providers.from_anthropic(data.system, data.messages, data.tools)
@@ -91,8 +91,9 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
             template_kwargs=data.chat_template_kwargs, deadline=deadline,
             max_chars=worker.settings.max_body_bytes * 4)  # fmt: skip
         if counted.count.ids is None:
-            raise ChatInputError(None, "messages", f"{model.ref} counts by an estimate "
-                                 f"({counted.count.method}); it has no token ids")  # fmt: skip
+            how = ("images count by an estimate" if counted.count.method != "openai-estimate"
+                   else f"{model.ref} counts by an estimate ({counted.count.method})")  # fmt: skip
+            raise ChatInputError(None, "messages", f"{how}; there are no token ids")
         return counted.count.ids
 
     kwargs = data.chat_template_kwargs

@@ -32,7 +32,7 @@ CL100K = {
 GPT4O = {
     "name": "gpt-4o",
     "version": "1",
-    "sha256": "6bb9f83d6b322fb977e63eabe46ae065bcaa6eab570f9eb45b93b37f088b9b07",
+    "sha256": "fbffe3d708f675c68ce830508176c73823632b8784ef19bed834d4fdc180b090",
 }
 O200K = {
     "name": "o200k_base",

@@ -15,18 +15,20 @@ from service.models.conversation import check_nesting
 
 Tokens = Annotated[int, Meta(ge=0)]
 
-_SHA = "6bb9f83d6b322fb977e63eabe46ae065bcaa6eab570f9eb45b93b37f088b9b07"
+_SHA = "fbffe3d708f675c68ce830508176c73823632b8784ef19bed834d4fdc180b090"
 _PRICE_SHA = "9b6eb8ea0d1aa34f37b670e7aed7e48279def2d5db5206ea0ec2c3293252ec14"
 _MESSAGES = (
-    "OpenAI-style messages: `role`, `content` (a string or a list of text parts), and optionally "
-    "`name`, `tool_calls`, `tool_call_id`, `reasoning_content`; a problem names the index"
+    "OpenAI-style messages: `role`, `content` (a string or a list of text and `image_url` parts), "
+    "and optionally `name`, `tool_calls`, `tool_call_id`, `reasoning_content`; a problem names "
+    "the index"
 )
 _TOOLS = "OpenAI-style tool (function) definitions offered to the model, if any"
 _AGP = "count the prompt that starts the assistant's reply, as a chat completion request does"
 _KWARGS = "extra variables for a Jinja chat template (e.g. `enable_thinking` for Qwen3)"
 _METHOD = (
     "how the input was counted: `jinja-template` or `harmony` (exact), `openai-estimate` "
-    "(OpenAI's published per-message rule), or `text` (a plain text, exact)"
+    "(OpenAI's published per-message rule), or `text` (a plain text, exact); image parts, "
+    "counted by the model's `images` rule, make any count an estimate"
 )
 _MONEY = "a decimal string in `currency`, never a float"
 
@@ -75,6 +77,12 @@ class ModelInfo(ResponseBody, frozen=True):
         str | None, doc("sha256 of the Jinja chat template, hex (`jinja` only)")
     ] = None
     prices: Annotated[PriceInfo | None, doc("its list prices, if a price file has them")] = None
+    images: Annotated[
+        dict[str, Any] | None,
+        doc("how its image parts count, as in the profile (`rule`: openai-tiles, openai-patches, "
+            "anthropic or fixed); absent: images are refused", {"rule": "openai-tiles",
+                                                               "base": 85, "per_tile": 170}),
+    ] = None  # fmt: skip
 
 
 class ModelListResponse(ResponseBody, frozen=True):

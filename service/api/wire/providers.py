@@ -23,7 +23,7 @@ class ProviderRequest(RequestBody, frozen=True, forbid_unknown_fields=False):
 
 class AnthropicCountRequest(ProviderRequest, frozen=True, forbid_unknown_fields=False):
     """Anthropic's `messages/count_tokens` request: `system`, `messages` with content blocks
-    (`text`, `thinking`, `tool_use`, `tool_result`), `tools` with `input_schema`."""
+    (`text`, `image`, `thinking`, `tool_use`, `tool_result`), `tools` with `input_schema`."""
 
     messages: Annotated[
         list[dict[str, Any]],
