@@ -70,7 +70,14 @@ class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=
         return IDENTITY_BYTE_IDS if self.byte_ids is None else self.byte_ids
 
 
-V2_FIELDS = ("normalizers", "pre_tokenizers", "byte_fallback", "added_tokens", "decoder", "template")
+V2_FIELDS = (
+    "normalizers",
+    "pre_tokenizers",
+    "byte_fallback",
+    "added_tokens",
+    "decoder",
+    "template",
+)
 
 _decoder = msgspec.json.Decoder(TokenizerFile)
 

@@ -131,10 +131,18 @@ class DecodeStrip(_Step, frozen=True, kw_only=True, tag="strip"):
     """Up to `start` leading `content` characters are removed from the whole decoded text."""
 
     content: str = " "
-    start: Annotated[int, Meta(ge=0, le=1)] = 1
+    start: Annotated[int, Meta(ge=0, le=64)] = 1
 
 
-DecodeStep = DecodeReplace | DecodeStrip
+class DecodeMetaspace(_Step, frozen=True, kw_only=True, tag="metaspace"):
+    """Every `replacement` becomes a space; with `drop_first`, those of the first token are
+    dropped instead (Hugging Face's Metaspace decoder)."""
+
+    replacement: str = "\u2581"
+    drop_first: bool = True
+
+
+DecodeStep = DecodeReplace | DecodeStrip | DecodeMetaspace
 
 
 class Template(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
