@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -38,7 +38,7 @@ class Vocabulary:
         self.rule = rule
         new = triples[2::3]
         # pairs with free ids (format v2): a merge's rank is its position, not its new id
-        self.free_ids = rule == "pairs" and any(a >= b for a, b in zip(new, new[1:], strict=False))
+        self.free_ids = rule == "pairs" and any(a >= b for a, b in pairwise(new))
         self.byte_ids = tuple(byte_ids)
         self.tokens = tokens  # tokens[id] = the token's bytes, None where no token has that id
         self._triples = triples  # left, right, new, left, right, new, ...

@@ -61,8 +61,9 @@ def from_tokenizer_json(path: Path) -> Found:
                    "tokens), or a ByteLevel pre-tokenizer")  # fmt: skip
         fallback = [vocab.get(_BYTE_TOKEN.format(b), -1) for b in range(256)]
         if -1 in fallback:
+            lost = _BYTE_TOKEN.format(fallback.index(-1))
             raise StoreError(where, f"model.vocab: byte_fallback needs all 256 <0xNN> tokens; "
-                                    f"{_BYTE_TOKEN.format(fallback.index(-1))} is missing")  # fmt: skip
+                                    f"{lost} is missing")  # fmt: skip
         found = _pairs(vocab, merges, token_bytes, where, fallback=fallback)  # type: ignore[arg-type]
     v2 = {"normalizers": normalizers, "pre_tokenizers": pre, "added_tokens": added,
           "decoder": decoder or None, "template": template}  # fmt: skip

@@ -200,7 +200,8 @@ def added_tokens(entries: list[Any], refuse: Refuser, normalized_text: bool) -> 
                                   lstrip=bool(entry.get("lstrip")),
                                   rstrip=bool(entry.get("rstrip")),
                                   single_word=bool(entry.get("single_word")),
-                                  normalized=normalized_text and bool(entry.get("normalized"))))  # fmt: skip
+                                  normalized=normalized_text
+                                  and bool(entry.get("normalized"))))  # fmt: skip
         except (KeyError, TypeError, ValueError):
             refuse(f"added_tokens[{i}]", "a malformed entry", "{content, id, special, lstrip, "
                    "rstrip, single_word, normalized}")  # fmt: skip

@@ -44,7 +44,7 @@ def engine_merges(
             *(m[2] for m in tf.merges),
             *tf.special_tokens.values(),
             *(a.id for a in tf.added_tokens or ()),
-        ]  # fmt: skip
+        ]
     )
     chars = {tid: data for tid, hexed in tf.tokens if one_character(data := bytes.fromhex(hexed))}
     synthetic, expand = synthetic_merges(chars, tf.ids_of_bytes, tf.byte_fallback, last_id + 1)
