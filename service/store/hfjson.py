@@ -28,6 +28,14 @@ def from_tokenizer_json(path: Path) -> Found:
     model: dict[str, Any] = doc["model"]
     refuse = hfsteps.Refuser(where)
     _check_model(model, refuse)
+    try:
+        vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
+        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
+                  for m in model.get("merges", [])]  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(where, f"model.vocab/model.merges: missing or malformed ({exc})") from None
+    if any(len(m) != 2 for m in merges):
+        raise StoreError(where, "model.merges: every merge must name two tokens")
     pre = hfsteps.pre_tokenizers(doc.get("pre_tokenizer"), refuse)
     steps = hfsteps.flat_steps(doc.get("pre_tokenizer"), "pretokenizers")
     byte_level = any(step.get("type") == "ByteLevel" for _, step in steps)
@@ -37,14 +45,6 @@ def from_tokenizer_json(path: Path) -> Found:
                               byte_fallback=byte_fallback)  # fmt: skip
     added = hfsteps.added_tokens(doc.get("added_tokens") or [], refuse, bool(normalizers))
     template = hfsteps.template(doc.get("post_processor"), refuse)
-    try:
-        vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
-        merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
-                  for m in model.get("merges", [])]  # fmt: skip
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreError(where, f"model.vocab/model.merges: missing or malformed ({exc})") from None
-    if any(len(m) != 2 for m in merges):
-        raise StoreError(where, "model.merges: every merge must name two tokens")
     if byte_level:
         spell = _byte_level_speller(where)
     else:

@@ -50,15 +50,15 @@ def _compiles(entry: str, pattern: str) -> None:
 
 
 def check_byte_fallback(tf: TokenizerFile, tokens: dict[int, bytes]) -> set[int]:
-    """Define the fallback tokens; return the ids that are fallback tokens only (no merge may
-    use them: that is what makes the synthetic character merges exact)."""
+    """Define the fallback tokens; return the ids no merge may use: the fallback tokens of the
+    bytes 0x80-0xFF, which the synthetic character merges consume first (that is what makes
+    them exact)."""
     if tf.byte_fallback is None:
         return set()
     if tf.rule != "pairs":
         raise BrokenRule("byte_fallback", "is only allowed with the pairs rule")
     if len(tf.byte_fallback) != 256:
         raise BrokenRule("byte_fallback", f"must list 256 ids, has {len(tf.byte_fallback)}")
-    only: set[int] = set()
     byte_ids = tf.ids_of_bytes
     for b, tid in enumerate(tf.byte_fallback):
         if tid == byte_ids[b]:
@@ -66,8 +66,7 @@ def check_byte_fallback(tf: TokenizerFile, tokens: dict[int, bytes]) -> set[int]
         if tid in tokens:
             raise BrokenRule(f"byte_fallback[{b}]", f"id {tid} is already defined")
         tokens[tid] = bytes([b])
-        only.add(tid)
-    return only
+    return set(tf.byte_fallback[0x80:])
 
 
 def check_added(tf: TokenizerFile, tokens: list[bytes | None]) -> None:

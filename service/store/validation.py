@@ -16,6 +16,7 @@ they accept.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import NamedTuple
 
 import regex
@@ -111,7 +112,9 @@ def _check_extra_tokens(tf: TokenizerFile, tokens: dict[int, bytes]) -> None:
         tokens[tid] = token
 
 
-def _check_merges(tf: TokenizerFile, tokens: dict[int, bytes], fallback_only: set[int]) -> None:
+def _check_merges(
+    tf: TokenizerFile, tokens: dict[int, bytes], fallback_only: Set[int] = frozenset()
+) -> None:
     seen: set[tuple[int, int]] = set()
     previous = -1
     free = tf.rule == "pairs" and tf.format_version == 2
