@@ -209,6 +209,11 @@ class Tokenizer:
         except (IndexError, TypeError):
             return len(self.decode_bytes(ids))  # raises UnknownIdError naming them
 
+    @property
+    def text_step(self) -> Callable[[str, bytes | None], str] | None:
+        """The decoder's text steps for a `StreamDecoder` (format v2), or None."""
+        return self.pipeline.decode_text if self.pipeline and self.pipeline.decoder else None
+
     def decode(self, ids: Sequence[int], errors: Errors = "strict") -> str:
         """Join the bytes of all ids, then decode them as UTF-8 (never token by token)."""
         data = self.decode_bytes(ids)

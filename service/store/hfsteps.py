@@ -169,11 +169,11 @@ def decoder(
                 refuse(f"{at}.pattern", repr(pattern), "a String of one character")
             out.append(DecodeReplace(pattern=pattern, content=str(step["content"])))
         elif kind == "Strip":
-            if not fused or step.get("stop", 0) or len(str(step.get("content", " "))) != 1:
-                refuse(at, "Strip before Fuse, with stop, or of several characters",
-                       "Strip of one character after Fuse with stop 0")  # fmt: skip
-            out.append(DecodeStrip(content=str(step.get("content", " ")),
-                                   start=int(step.get("start", 0))))  # fmt: skip
+            content, start = str(step.get("content", " ")), step.get("start", 0)
+            if not fused or step.get("stop", 0) or len(content) != 1 or start not in (0, 1):
+                refuse(at, "Strip before Fuse, with stop, of several characters or start > 1",
+                       "Strip of one character after Fuse, start 0 or 1, stop 0")  # fmt: skip
+            out.append(DecodeStrip(content=content, start=int(start)))
         elif kind == "Metaspace":
             scheme = _scheme(step, at, refuse)
             out.append(DecodeMetaspace(replacement=str(step.get("replacement", "\u2581")),

@@ -131,7 +131,7 @@ class DecodeStrip(_Step, frozen=True, kw_only=True, tag="strip"):
     """Up to `start` leading `content` characters are removed from the whole decoded text."""
 
     content: str = " "
-    start: Annotated[int, Meta(ge=0, le=64)] = 1
+    start: Annotated[int, Meta(ge=0, le=1)] = 1
 
 
 class DecodeMetaspace(_Step, frozen=True, kw_only=True, tag="metaspace"):

@@ -10,7 +10,6 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
-from service.store.bytelevel import gpt2_byte_alphabet
 from tests.testdata import vocab_file
 
 
