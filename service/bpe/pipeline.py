@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import regex
@@ -38,6 +38,8 @@ class AddedLiteral:
     rstrip: bool = False
     single_word: bool = False
     normalized: bool = False
+    match: str = ""  # what is looked for: `content`, normalized when `normalized` (set by Pipeline)
+    decoded: bytes | None = None  # what it decodes to, when not the UTF-8 of `match`
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,20 @@ class Pipeline:
     expand: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Added tokens matched in normalized text are looked for (and decode) normalized, as
+        in the reference."""
+        added = []
+        for a in self.added:
+            match = a.content
+            if a.normalized:
+                match = run_normalizers(self.normalizers, a.content, True)[0]
+            added.append(replace(a, match=match))
+        object.__setattr__(self, "added", tuple(added))
+
+    def decoded(self, added: AddedLiteral) -> bytes:
+        return added.match.encode("utf-8") if added.decoded is None else added.decoded
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -127,7 +143,7 @@ def _matchers(added: Sequence[AddedLiteral], allowed: frozenset[str]) -> tuple[_
 def _matcher(tokens: list[AddedLiteral]) -> _Matcher:
     if not tokens:
         return None
-    by_content = {t.content: t for t in tokens if t.content}
+    by_content = {t.match: t for t in tokens if t.match}
     ordered = sorted(by_content, key=lambda s: (-len(s), s))  # leftmost, then longest
     return re.compile("|".join(map(re.escape, ordered))), by_content
 

@@ -72,7 +72,7 @@ class Tokenizer:
             table[tid] = text.encode("utf-8")
         for added in pipeline.added if pipeline is not None else ():
             table.extend([None] * (added.id + 1 - len(table)))
-            table[added.id] = added.content.encode("utf-8")
+            table[added.id] = pipeline.decoded(added)  # type: ignore[union-attr]
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
         self.n_vocab = len(table) - table.count(None)

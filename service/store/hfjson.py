@@ -51,6 +51,7 @@ def from_tokenizer_json(path: Path) -> Found:
         spell = _char_speller(bool(model.get("byte_fallback")))
     token_bytes = {tid: spell(t) for t, tid in vocab.items()}
     if model.get("ignore_merges"):
+        _check_tiktoken_merges(vocab, merges, refuse)  # type: ignore[arg-type]
         found = _ranks(token_bytes, where)
     elif byte_level:
         found = _pairs(vocab, merges, token_bytes, where, fallback=None)  # type: ignore[arg-type]
@@ -81,6 +82,27 @@ def _check_model(model: dict[str, Any], refuse: hfsteps.Refuser) -> None:
     for name in ("continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(name):
             refuse(f"model.{name}", repr(model[name]), "null")
+
+
+def _check_tiktoken_merges(
+    vocab: dict[str, int], merges: list[tuple[str, str]], refuse: hfsteps.Refuser
+) -> None:
+    """`ignore_merges` is the ranks rule when the merges are a tiktoken vocabulary's: in the
+    order of the ids they make, and every split of a token into two tokens listed (what the
+    reference's converter writes). Anything else is refused rather than served differently."""
+    listed = set(merges)
+    previous = -1
+    for i, (a, b) in enumerate(merges):
+        made = vocab.get(a + b, -1)
+        if made < previous:
+            refuse(f"model.merges[{i}]", "ignore_merges with merges out of the order of the ids "
+                   "they make", "ignore_merges on a tiktoken-converted file")  # fmt: skip
+        previous = made
+    for token in vocab:
+        for i in range(1, len(token)):
+            if token[:i] in vocab and token[i:] in vocab and (token[:i], token[i:]) not in listed:
+                refuse("model.merges", f"ignore_merges without the merge {token[:i]!r} + "
+                       f"{token[i:]!r}", "ignore_merges on a tiktoken-converted file")  # fmt: skip
 
 
 def _byte_level_speller(where: str) -> hfsteps.Speller:

@@ -104,8 +104,12 @@ def normalizers(node: Any, refuse: Refuser) -> list[Normalizer] | None:
 
 def pre_tokenizers(node: Any, refuse: Refuser) -> list[PreTokenizer]:
     out: list[PreTokenizer] = []
-    for at, step in flat_steps(node, "pretokenizers", "pre_tokenizer"):
+    steps = flat_steps(node, "pretokenizers", "pre_tokenizer")
+    for at, step in steps:
         kind = step.get("type")
+        if kind == "ByteLevel" and step is not steps[-1][1]:  # later steps would see its alphabet
+            refuse(at, "a ByteLevel pre-tokenizer before other steps", "ByteLevel as the last "
+                   "step (once)")  # fmt: skip
         if kind == "Split":
             pattern, is_regex = _pattern(step, at, refuse)
             out.append(Split(pattern=pattern, regex=is_regex, invert=bool(step.get("invert")),

@@ -8,6 +8,7 @@ from service.bpe import textsteps
 from service.bpe.bytefallback import one_character, synthetic_merges
 from service.bpe.pipeline import AddedLiteral, DecodeStep, Pipeline
 from service.bpe.textsteps import Normalize, PreTokenize
+from service.store.bytelevel import gpt2_byte_alphabet
 from service.store.fileformat import TokenizerFile
 from service.store.pipelineformat import (
     ByteLevel,
@@ -78,6 +79,15 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
         tuple(template.prefix) if template else (),
         tuple(template.suffix) if template else (),
     )
+
+
+def _byte_level_spelling(content: str) -> bytes | None:
+    """What a ByteLevel decoder makes of an added token: its characters as GPT-2's byte
+    alphabet when they all are in it, else its UTF-8 (as the reference decodes it)."""
+    alphabet = gpt2_byte_alphabet()
+    if all(c in alphabet for c in content):
+        return bytes(alphabet[c] for c in content)
+    return None
 
 
 def _decode_step(d: DecodeReplace | DecodeStrip | DecodeMetaspace) -> DecodeStep:

@@ -79,7 +79,12 @@ def check_added(tf: TokenizerFile, tokens: list[bytes | None]) -> None:
             raise BrokenRule(entry, "an added token needs a non-empty content")
         if added.id in owner:
             raise BrokenRule(entry, f"id {added.id} is also the id of {owner[added.id]!r}")
-        if added.id < len(tokens) and tokens[added.id] not in (None, added.content.encode()):
+        vocab_bytes = tokens[added.id] if added.id < len(tokens) else None
+        if (
+            vocab_bytes is not None
+            and not added.normalized
+            and vocab_bytes != added.content.encode()
+        ):
             raise BrokenRule(entry, f"id {added.id} is a token with other bytes")
         owner[added.id] = added.content
     if tf.template is not None:
