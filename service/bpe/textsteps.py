@@ -146,6 +146,18 @@ def _isolating(source: str) -> Callable[[str], list[str]] | None:
     return split_all
 
 
+def matches(pattern: str) -> PreTokenize:
+    """A file's `pattern` (format v1's meaning, tiktoken's): the pieces are its matches, text no
+    match covers is dropped."""
+    findall = regex.compile(pattern).findall
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        found = [p for p in findall(text) if p]
+        return found, bool(found) and text.startswith(found[0])
+
+    return pre_tokenize
+
+
 def byte_level(*, add_prefix_space: bool, use_regex: bool) -> PreTokenize:
     splitter = split(BYTE_LEVEL_REGEX, "isolated", is_regex=True, invert=False)
 

@@ -366,3 +366,25 @@ def test_the_api_adds_bos_only_when_asked(tmp_path: Path) -> None:
     assert asked["ids"] == tok.encode(text).ids == [bos, *plain["ids"]]
     assert asked["pieces"][0] == "<bos>" and asked["offsets"][0] == [0, 0]
     assert counted["counts"] == [len(tok.encode(text).ids), len(tok.encode("").ids)]
+
+
+def test_a_v2_pattern_keeps_the_v1_meaning(tmp_path: Path) -> None:
+    """Without pre_tokenizers, a v2 file's `pattern` cuts as v1's does (text no match covers is
+    dropped): the v2 pipeline and the v1 engine give the same ids."""
+    import msgspec  # noqa: PLC0415
+
+    from service.store.fileformat import parse  # noqa: PLC0415
+
+    v1 = parse((Path(__file__).parents[2] / "tokenizers_store" / "bard" / "1.json").read_bytes())
+    v1 = msgspec.structs.replace(v1, pattern=r"\p{L}+", name="v1")
+    v2 = msgspec.structs.replace(v1, name="v2", format_version=2, added_tokens=[])
+    for tf in (v1, v2):
+        add_to_store(tmp_path / "store", tf)
+    for engine in ("auto", "python"):
+        registry = load_store([tmp_path / "store"], engine_factory(engine))  # type: ignore[arg-type]
+        old, new = registry.resolve("v1").tokenizer, registry.resolve("v2").tokenizer
+        assert new.pipeline is not None and old.pipeline is None
+        for text in TEXTS:
+            assert new.encode(text, disallowed_special=frozenset()) == old.encode(
+                text, disallowed_special=frozenset()
+            )
