@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 
 from service.bpe.stops import StopMatcher
-from service.bpe.stream import StreamDecoder
+from service.bpe.stream import StreamDecoder, TextStep
 from service.errors import StreamOptionError, StreamStateError
 
 _STATE_PREFIX = "as1."
@@ -61,14 +61,20 @@ class Assembler:
         self.stopped: str | None = None  # the stop string that ended the stream
         self.decode: Callable[[Sequence[int]], str] = self._decode
         """The text that is whole and cannot begin a stop string."""
+        # a format v2 decoder's text steps need the first token's bytes (`first_of`)
+        self._first_of = decoder.first_of if decoder.steps_text else None
         if lead is None or started:  # what the common cases use, bound once
-            plain = self.matcher is None and not self._skip
-            self.decode = decoder.decode if plain else self._bound_decode()
+            if self.matcher is None and not self._skip:
+                self.decode = decoder.decode
+            elif self._first_of is None:
+                self.decode = self._bound_decode()
 
     def prime(self, prompt_ids: Sequence[int]) -> None:
         """Feed the prompt's last ids: their whole characters are dropped, not emitted."""
-        data = self._to_bytes([i for i in prompt_ids if i not in self._skip])
-        self._feed(data if self._started or not data else self._start(data))
+        ids = [i for i in prompt_ids if i not in self._skip]
+        first = self._first_of(ids) if self._first_of else None
+        data = self._to_bytes(ids)
+        self._feed(data if self._started or not data else self._start(data), first=first)
 
     def _decode(self, ids: Sequence[int]) -> str:
         """`decode` until the first bytes have passed the family's start rule."""
@@ -77,10 +83,11 @@ class Assembler:
         skip = self._skip
         if skip and not skip.isdisjoint(ids):
             ids = [i for i in ids if i not in skip]
+        first = self._first_of(ids) if self._first_of else None
         data = self._to_bytes(ids)
         if not self._started and data:
             data = self._start(data)
-        text = self._feed(data)
+        text = self._feed(data, first=first)
         if self.matcher is None or not text:
             return text
         if not self.held and self.matcher.firsts.isdisjoint(text):
@@ -124,7 +131,8 @@ class Assembler:
 
     def _start(self, data: bytes) -> bytes:
         self._started = True
-        self.decode = self._bound_decode()
+        if self._first_of is None:
+            self.decode = self._bound_decode()
         return data if self._lead is None else self._lead(data)
 
     def _emit(self, text: str) -> str:
@@ -171,15 +179,17 @@ class Assembler:
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
         lead: Lead | None = None,
+        text_step: TextStep | None = None,
     ) -> Assembler:
         """Continue a stream from `state` (None: start one). A state made with stop strings needs
-        the same `stop` and `include_stop_str_in_output` on every step."""
+        the same `stop` and `include_stop_str_in_output` on every step. `text_step`: a format v2
+        decoder's text steps (`Tokenizer.text_step`)."""
         options = {"stops": stops, "include_stop": include_stop, "skip_ids": skip_ids,
                    "lead": lead}  # fmt: skip
         if not state or not state.startswith(_STATE_PREFIX):
             if state and stops:
                 raise StreamOptionError("stop", "the stream was started without stop strings")
-            decoder = StreamDecoder.resume(to_bytes, state, errors)
+            decoder = StreamDecoder.resume(to_bytes, state, errors, text_step)
             started = decoder.offset > 0 or bool(decoder.pending)
             return cls(decoder, to_bytes, **options, started=started)  # type: ignore[arg-type]
         if not stops:
@@ -189,7 +199,8 @@ class Assembler:
             raise StreamOptionError(
                 "stop", "stop and include_stop_str_in_output must be the stream's first ones"
             )
-        decoder = StreamDecoder(to_bytes, errors, pending=pending, offset=offset)
+        decoder = StreamDecoder(to_bytes, errors, pending=pending, offset=offset,
+                                text_step=text_step)  # fmt: skip
         out = cls(decoder, to_bytes, **options, started=flags != "n")  # type: ignore[arg-type]
         assert out.matcher is not None
         node = out.matcher.walk(held)

@@ -61,7 +61,7 @@ def assembler_for(
     skip = tokenizer.skipped_ids if options.skip_special_tokens else frozenset()
     out = Assembler.resume(tokenizer.decode_bytes, state, errors, stops=stops,
                            include_stop=options.include_stop_str_in_output, skip_ids=skip,
-                           lead=tokenizer.lead)  # fmt: skip
+                           lead=tokenizer.lead, text_step=tokenizer.text_step)  # fmt: skip
     if prompt:
         try:
             out.prime(prompt)

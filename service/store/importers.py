@@ -20,6 +20,7 @@ from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
 from service.store.bytelevel import from_gpt2, from_hf_json
 from service.store.fileformat import TokenizerFile
+from service.store.hfjson import from_tokenizer_json
 from service.store.manifest import ManifestEntry, add_entry
 from service.store.modelfile import parse_model, parse_prices
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
@@ -66,8 +67,10 @@ def import_files(
     elif kind == "gpt2":
         found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
                           special_tokens=specials)  # fmt: skip
-    else:
+    elif chosen is not None:  # the v1 byte-level import, with the pattern chosen
         found = from_hf_json(files[0], pattern=chosen)
+    else:
+        found = from_tokenizer_json(files[0])
     if known and known.nonspecial_tokens and kind != "hf":
         found = msgspec.structs.replace(found, nonspecial_tokens=list(known.nonspecial_tokens))
     return found.named(naming)

@@ -75,11 +75,14 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest,
         size = sum(token_pieces.wire_size(tok, ids, data.pieces, data.offsets, len(text))
                    for ids, text in zip(results, texts, strict=True))  # fmt: skip
         check_output(settings, size, "bytes of pieces and offsets per request")
-        return results, [token_pieces.extras(tok, ids, data.pieces, data.offsets)
-                         for ids in results]  # fmt: skip
+        extras = [token_pieces.extras(tok, ids, data.pieces, data.offsets) for ids in results]
+        return results, extras
 
     texts, (results, extras) = await _per_text(data, tok.encode, with_extras,
                                                cost=PIECES_COST if wanted else 1)  # fmt: skip
+    if data.add_special_tokens:
+        framed = [_framed(tokenizer, ids, ex) for ids, ex in zip(results, extras, strict=True)]
+        results, extras = [f[0] for f in framed], [f[1] for f in framed]
     if data.text is not None:
         answer = EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0],
                                 count=len(results[0]), pieces=extras[0][0],
@@ -92,10 +95,31 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest,
     return answer
 
 
+def _framed(tokenizer: LoadedTokenizer, ids: list[int], extras: Any) -> Any:
+    """`ids` with the model's template ids around them; their pieces are their literals and
+    their offsets empty, at the start or the end of the text."""
+    pipeline = tokenizer.tokenizer.pipeline
+    if pipeline is None or not (pipeline.prefix or pipeline.suffix):
+        return ids, extras
+    before, after = list(pipeline.prefix), list(pipeline.suffix)
+    pieces, offsets = extras
+    if pieces is not None:
+        head = token_pieces.extras(tokenizer.tokenizer, before, True, "none")[0] or []
+        tail = token_pieces.extras(tokenizer.tokenizer, after, True, "none")[0] or []
+        pieces = [*head, *pieces, *tail]
+    if offsets is not None:
+        end = offsets[-1][1] if offsets else 0
+        offsets = [*([(0, 0)] * len(before)), *offsets, *([(end, end)] * len(after))]
+    return [*before, *ids, *after], (pieces, offsets)
+
+
 async def counted(tokenizer: LoadedTokenizer, data: CountRequest,
                   settings: Settings) -> CountResponse:  # fmt: skip
     """What count answers for `data` (shared as `encoded` is)."""
     texts, counts = await _per_text(data, tokenizer.tokenizer.count, lambda counts: counts)
+    pipeline = tokenizer.tokenizer.pipeline
+    if data.add_special_tokens and pipeline is not None:
+        counts = [c + len(pipeline.prefix) + len(pipeline.suffix) for c in counts]
     total = sum(counts)
     if data.text is not None:
         answer = CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])
