@@ -25,7 +25,9 @@ def add_commands(
     p.add_argument("--vocab-size", type=int, required=True)
     _naming_args(p)
     p.add_argument(
-        "--pattern", default="gpt2", help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none"
+        "--pattern",
+        default="gpt2",
+        help=f"a preset ({', '.join(presets.PATTERNS)}), a regex, or none",
     )
     p.add_argument("--special", action="append", default=[], help="a special token literal")
     p.add_argument("--min-frequency", type=int, default=2)
@@ -34,12 +36,13 @@ def add_commands(
     p.set_defaults(run=_train)
 
     p = sub.add_parser("import", parents=[writing], help="import a tokenizer into a store")
-    p.add_argument("kind", choices=["tiktoken", "hf", "gpt2"])
+    p.add_argument("kind", choices=["tiktoken", "tekken", "hf", "gpt2"])
     p.add_argument(
         "files",
         nargs="+",
         type=Path,
-        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe",
+        help="tiktoken: FILE.tiktoken; tekken: tekken.json; hf: tokenizer.json; "
+        "gpt2: encoder.json vocab.bpe",
     )
     _naming_args(p)
     p.add_argument(

@@ -26,7 +26,9 @@ from service.store.registry import EngineFactory, Registry, load_store
 log = logging.getLogger("toksvc")
 
 # a shipped pattern -> the name of the C scanner that splits exactly as it does
-SCANNER_OF: dict[str, str] = {pattern: name for name, pattern in PATTERNS.items()}
+SCANNER_OF: dict[str, str] = {
+    pattern: name for name, pattern in PATTERNS.items() if name in native.SCANNERS
+}
 
 
 def native_missing_warning() -> str | None:

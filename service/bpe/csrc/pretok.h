@@ -221,5 +221,65 @@ static size_t scan_qwen2(const uint8_t *s, size_t n, size_t p) {
     return space_o200k(s, n, p);
 }
 
-enum { SCAN_NONE = 0, SCAN_GPT2 = 1, SCAN_CL100K = 2, SCAN_O200K = 3, SCAN_QWEN2 = 4 };
+/* Llama 3 and Phi-4 (tiktoken's first cl100k regex): qwen2's with \p{N}{1,3}
+   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+   |\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t scan_llama3(const uint8_t *s, size_t n, size_t p) {
+    size_t l, e;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    if ((e = run_word(s, n, p, c, l, f))) return e;
+    if (f & UC_N) return run_digits3(s, n, p + l);
+    if ((e = run_punct(s, n, p, c, 0))) return e;
+    return space_o200k(s, n, p);
+}
+
+/* Mistral's tekken files: o200k's without the apostrophe suffixes, one digit per piece
+   [^\r\n\p{L}\p{N}]?UPPER*LOWER+|[^\r\n\p{L}\p{N}]?UPPER+LOWER*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*
+   |\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t scan_tekken(const uint8_t *s, size_t n, size_t p) {
+    size_t l, e;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    int prefix = c != '\r' && c != '\n' && !(f & (UC_L | UC_N));
+    if ((prefix && (e = o200k_lower_tail(s, n, p + l))) || (e = o200k_lower_tail(s, n, p)) ||
+        (prefix && (e = o200k_upper_head(s, n, p + l))) || (e = o200k_upper_head(s, n, p)))
+        return e;
+    if (f & UC_N) return p + l;
+    if ((e = run_punct(s, n, p, c, 1))) return e;
+    return space_o200k(s, n, p);
+}
+
+/* Qwen3.5 / 3.6: qwen2's with the marks (\p{M}) in the letter run and out of the "other" run
+   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*
+   |\s*[\r\n]+|\s+(?!\S)|\s+
+   A mark is itself a possible prefix, so a run of letters and marks from p (or from the next
+   character, after a prefix) is the piece either way. */
+static size_t scan_qwen35(const uint8_t *s, size_t n, size_t p) {
+    size_t l, e;
+    uint32_t c = utf8_at(s, p, &l);
+    unsigned f = flags_at(s, n, p);
+    if (c == '\'' && (e = suffix_caseless(s, n, p))) return e;
+    if (f & (UC_L | UC_M)) return run_any(s, n, p, UC_L | UC_M);
+    if (c != '\r' && c != '\n' && !(f & UC_N) && (flags_at(s, n, p + l) & (UC_L | UC_M)))
+        return run_any(s, n, p + l, UC_L | UC_M);
+    if (f & UC_N) return p + l;
+    /* ` ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*` */
+    size_t q = (c == ' ' && p + 1 < n && !(flags_at(s, n, p + 1) & (UC_LNS | UC_M))) ? p + 1 : p;
+    if (!(flags_at(s, n, q) & (UC_LNS | UC_M))) {
+        e = q;
+        while (e < n && !(flags_at(s, n, e) & (UC_LNS | UC_M))) {
+            utf8_at(s, e, &l);
+            e += l;
+        }
+        while (e < n && (s[e] == '\r' || s[e] == '\n')) e++;
+        return e;
+    }
+    return space_o200k(s, n, p);
+}
+
+enum {
+    SCAN_NONE = 0, SCAN_GPT2 = 1, SCAN_CL100K = 2, SCAN_O200K = 3, SCAN_QWEN2 = 4,
+    SCAN_LLAMA3 = 5, SCAN_TEKKEN = 6, SCAN_QWEN35 = 7, SCAN_LAST = SCAN_QWEN35
+};
 typedef size_t (*scan_fn)(const uint8_t *, size_t, size_t);
