@@ -131,6 +131,7 @@ def test_command_line_examples(tmp_path: Path) -> None:
     inputs = {
         "cl100k_base.tiktoken": "cl100k_base.tiktoken",
         "tokenizer.json": "qwen3_tokenizer.json",
+        "tekken_240911.json": "tekken_240911.json",
         "encoder.json": "encoder.json",
         "vocab.bpe": "vocab.bpe",
     }
