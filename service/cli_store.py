@@ -121,7 +121,7 @@ def _write(args: argparse.Namespace, store: Path, tf: TokenizerFile) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    registry = cli_options.load(args)
+    registry = cli_options.load(args, first_use=False)  # every file validated and built
     for t in registry:
         consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  {consistent}")
@@ -137,5 +137,5 @@ def _list(args: argparse.Namespace) -> int:
     registry = cli_options.registry(args)
     for t in registry:
         mark = "*" if t.is_default else " "
-        print(f"{mark} {t.ref:28} {t.rule:5} {t.tokenizer.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
+        print(f"{mark} {t.ref:28} {t.rule:5} {t.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
     return 0 if registry.complete else 1

@@ -67,6 +67,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     body_seconds: Seconds = 30.0  # a JSON request body must arrive within this time
     max_streams_per_worker: Positive = 256
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
+    # start-up checks hashes and heads; each tokenizer is built when first used (off: all at once)
+    build_on_first_use: bool = True
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")
     max_output_bytes: Positive = 16 * 1024 * 1024  # decoded bytes one decode request may produce

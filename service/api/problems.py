@@ -35,6 +35,7 @@ STATUS: dict[type[e.ToksvcError], int] = {
     e.RequestTimeoutError: 408,
     e.ReloadRefusedError: 409,
     e.NotReadyError: 503,
+    e.TokenizerUnavailableError: 503,
     e.TooManyStreamsError: 503,
     e.TooManyLargeRequestsError: 503,
     e.ReloadUnavailableError: 503,

@@ -17,8 +17,8 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
     m = t.metadata
     return TokenizerInfoResponse(
         name=t.name, version=t.version, ref=t.ref, default=t.is_default, sha256=t.sha256,
-        rule=t.rule, vocab_size=t.tokenizer.n_vocab, special_tokens=t.tokenizer.special_tokens,
-        normalization=t.normalization, pattern=t.pattern, self_consistent=t.self_consistent,
+        rule=t.rule, vocab_size=t.n_vocab, special_tokens=t.special_tokens,
+        normalization=t.normalization, pattern=t.pattern, self_consistent=t.known_self_consistent,
         description=m.description, source=m.source, license=m.license, created=m.created,
     )  # fmt: skip
 

@@ -41,7 +41,11 @@ class TokenizerInfoResponse(ResponseBody, frozen=True):
     ]
     pattern: Annotated[str | None, doc("the pre-tokenization regular expression, if any")]
     self_consistent: Annotated[
-        bool, doc("whether every token's bytes encode to that token alone (always for `ranks`)")
+        bool | None,
+        doc(
+            "whether every token's bytes encode to that token alone (always for `ranks`); null "
+            "for a `pairs` tokenizer not used yet (tokenizers are built on first use)"
+        ),
     ]
     description: Annotated[str, doc("what this tokenizer is")]
     source: Annotated[str, doc("where the vocabulary came from")]
