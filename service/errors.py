@@ -197,6 +197,16 @@ class FormatError(StoreError):
         super().__init__(path, f"{entry}: {reason}")
 
 
+class UnsupportedComponentError(StoreError):
+    """An import source uses a component we do not implement exactly: `at` is its JSON path,
+    `supported` what is implemented instead (docs/format.md has the support matrix)."""
+
+    def __init__(self, path: str, at: str, found: str, supported: str) -> None:
+        self.at = at
+        super().__init__(path, f"{at}: {found} is not supported (supported: {supported}; see the "
+                               "support matrix in docs/format.md)")  # fmt: skip
+
+
 class ManifestError(StoreError):
     pass
 

@@ -96,7 +96,7 @@ def store(tmp_path: Path) -> Path:
     shutil.copytree(
         BUNDLED_STORE,
         copy,
-        ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*", "phi*", "tekken*"),
+        ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*", "phi*", "tekken*", "deepseek*"),
     )
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]

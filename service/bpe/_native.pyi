@@ -21,6 +21,7 @@ class Engine:
         byte_ids: Sequence[int],
         triples: Any,
         scanner: int,
+        free_ids: bool = False,
     ) -> None: ...
     @property
     def nbytes(self) -> int: ...

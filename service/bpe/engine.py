@@ -22,6 +22,12 @@ class Engine(Protocol):
     def count_ordinary(self, text: str) -> int: ...
 
 
+class PieceEngine(Engine, Protocol):
+    """An engine that also merges pieces cut by someone else (format v2's pipeline)."""
+
+    def encode_pieces(self, pieces: list[str]) -> list[int]: ...
+
+
 class PythonEngine:
     """Pure-Python engine: regex pre-tokenization, then the vocabulary's merge rule per piece.
 
@@ -54,6 +60,14 @@ class PythonEngine:
         out: list[int] = []
         extend, piece = out.extend, self._piece
         for p in self._split(text):
+            extend(piece(p))
+        return out
+
+    def encode_pieces(self, pieces: list[str]) -> list[int]:
+        """The ids of pieces already cut by a pre-tokenizer (format v2's pipeline)."""
+        out: list[int] = []
+        extend, piece = out.extend, self._piece
+        for p in pieces:
             extend(piece(p))
         return out
 

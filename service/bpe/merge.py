@@ -18,7 +18,7 @@ megabyte of one repeated character costs O(n log n), not O(n^2).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import TypeVar
 
@@ -28,10 +28,16 @@ _NONE = 1 << 62  # rank of a pair that cannot merge
 LONG_PIECE = 128  # from this length on, the heap version is faster
 
 
-def merge_pairs(ids: list[int], merges: Mapping[tuple[int, int], int]) -> list[int]:
-    """Apply the `pairs` rule to `ids` (modified in place and returned)."""
+def merge_pairs(
+    ids: list[int], merges: Mapping[tuple[int, int], int], new_of: Sequence[int] | None = None
+) -> list[int]:
+    """Apply the `pairs` rule to `ids` (modified in place and returned). `new_of`: when given,
+    `merges` maps a pair to its rank and `new_of[rank]` is the id it makes (format v2's free ids);
+    otherwise the new id is the rank."""
     if len(ids) < 2:
         return ids
+    if new_of is not None:
+        return _merge_free(ids, merges, new_of)
     if len(ids) >= LONG_PIECE:
         return _merge_long(ids, lambda a, b: merges.get((a, b)), lambda a, b, r: r)
     get = merges.get
@@ -48,6 +54,29 @@ def merge_pairs(ids: list[int], merges: Mapping[tuple[int, int], int]) -> list[i
             ranks[i - 1] = get((ids[i - 1], best), _NONE)
         if i < len(ranks):
             ranks[i] = get((best, ids[i + 1]), _NONE)
+        if not ranks:
+            return ids
+
+
+def _merge_free(
+    ids: list[int], merges: Mapping[tuple[int, int], int], new_of: Sequence[int]
+) -> list[int]:
+    if len(ids) >= LONG_PIECE:
+        return _merge_long(ids, lambda a, b: merges.get((a, b)), lambda a, b, r: new_of[r])
+    get = merges.get
+    ranks = [get(pair, _NONE) for pair in pairwise(ids)]
+    while True:
+        best = min(ranks)
+        if best == _NONE:
+            return ids
+        i = ranks.index(best)
+        made = ids[i] = new_of[best]
+        del ids[i + 1]
+        del ranks[i]
+        if i > 0:
+            ranks[i - 1] = get((ids[i - 1], made), _NONE)
+        if i < len(ranks):
+            ranks[i] = get((made, ids[i + 1]), _NONE)
         if not ranks:
             return ids
 

@@ -54,7 +54,7 @@ class NativeEngine:
         code = SCANNERS[scanner] if scanner is not None else _native.SCAN_NONE
         self._split = regex.compile(pattern).findall if scanner is None and pattern else None
         self._engine = _native.Engine(
-            vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, code
+            vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, code, vocab.free_ids
         )
         self.nbytes = self._engine.nbytes
         # the ranks rule walks longer pieces with backtrack.h when the vocabulary qualifies
@@ -63,6 +63,10 @@ class NativeEngine:
     def merge_bytes(self, piece: bytes) -> list[int]:
         """The ids of one piece given as bytes (no pre-tokenization, no special tokens)."""
         return self._engine.merge_bytes(piece)
+
+    def encode_pieces(self, pieces: list[str]) -> list[int]:
+        """The ids of pieces already cut by a pre-tokenizer (format v2's pipeline)."""
+        return self._engine.encode_pieces(pieces)
 
     def encode_ordinary(self, text: str) -> list[int]:
         if self._split is not None:

@@ -6,6 +6,12 @@ stream and returns what is left. The standard library's incremental UTF-8 decode
 work, so for every way of cutting the ids into chunks the joined output equals the one-shot decode
 with the same `errors` mode.
 
+A format v2 tokenizer's decoder text steps (`▁` to space, the leading space dropped) are applied
+to each piece of text as it leaves: `text_step(text, first)` gets `first`, the bytes of the
+stream's first token when this step's ids begin the stream, `b""` while nothing has left yet
+(the output still begins here), None later. Byte-fallback pieces need nothing more: their bytes
+wait in the UTF-8 decoder until their character is whole.
+
 For stateless serving, `state()` packs the held-back bytes (at most three) and the byte offset into
 an opaque string, and `StreamDecoder.resume()` continues from it on any replica.
 """
@@ -19,6 +25,7 @@ from collections.abc import Callable, Sequence
 from service.errors import StreamStateError, UndecodableBytesError
 
 _STATE_PREFIX = "u8."
+TextStep = Callable[[str, bytes | None], str]
 
 
 class StreamDecoder:
@@ -29,17 +36,28 @@ class StreamDecoder:
         *,
         pending: bytes = b"",
         offset: int = 0,
+        text_step: TextStep | None = None,
     ) -> None:
         self._to_bytes = to_bytes
+        self._text_step = text_step
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors)
         self._utf8.setstate((pending, 0))
         self._offset = offset  # bytes fed before `pending`: error offsets count from the start
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._feed(self._to_bytes(ids), final=False)
+        first = self._first(ids)
+        return self._stepped(self._feed(self._to_bytes(ids), final=False), first)
 
     def flush(self) -> str:
-        return self._feed(b"", final=True)
+        return self._stepped(self._feed(b"", final=True), self._first(()))
+
+    def _first(self, ids: Sequence[int]) -> bytes | None:
+        if self._text_step is None or self._offset > 0:
+            return None
+        return self._to_bytes(ids[:1]) if ids and not self.pending else b""
+
+    def _stepped(self, text: str, first: bytes | None) -> str:
+        return text if self._text_step is None or not text else self._text_step(text, first)
 
     @property
     def pending(self) -> bytes:
@@ -53,12 +71,16 @@ class StreamDecoder:
 
     @classmethod
     def resume(
-        cls, to_bytes: Callable[[Sequence[int]], bytes], state: str | None, errors: str = "replace"
+        cls,
+        to_bytes: Callable[[Sequence[int]], bytes],
+        state: str | None,
+        errors: str = "replace",
+        text_step: TextStep | None = None,
     ) -> StreamDecoder:
         if not state:
-            return cls(to_bytes, errors)
+            return cls(to_bytes, errors, text_step=text_step)
         pending, offset = _unpack(state)
-        return cls(to_bytes, errors, pending=pending, offset=offset)
+        return cls(to_bytes, errors, pending=pending, offset=offset, text_step=text_step)
 
     def _feed(self, data: bytes, *, final: bool) -> str:
         held = len(self.pending)

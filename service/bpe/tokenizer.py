@@ -19,7 +19,8 @@ from functools import lru_cache
 from typing import Literal, TypeVar
 
 from service.bpe.cache import TextCache
-from service.bpe.engine import Engine
+from service.bpe.engine import Engine, PieceEngine
+from service.bpe.pipeline import Pipeline
 from service.bpe.vocab import Vocabulary
 from service.errors import (
     DisallowedSpecialError,
@@ -48,20 +49,30 @@ class Tokenizer:
         *,
         cache: TextCache | None = None,
         cache_owner: str = "",
+        pipeline: Pipeline | None = None,
     ) -> None:
         """`cache` keeps whole ordinary texts -> ids; `cache_owner` must name this exact
-        vocabulary (the store uses the file's sha256)."""
+        vocabulary (the store uses the file's sha256). `pipeline` (format v2): the added tokens,
+        normalizers, pre-tokenizers and decoder of a Hugging Face file; its engine then only
+        merges the pieces it cuts, and `normalization` is part of it."""
         self.vocab = vocab
         self.engine = engine
         self._cache = cache
         self._owner = cache_owner
+        self.pipeline = pipeline
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
+        if pipeline is not None:
+            self.special_tokens |= pipeline.special_tokens
+            self._cache = None
         # id -> bytes, special tokens included; a list, since ids are dense (at most 2**24)
         table = list(vocab.tokens)
         table.extend([None] * (max(self.special_tokens.values(), default=-1) + 1 - len(table)))
         for text, tid in self.special_tokens.items():
             table[tid] = text.encode("utf-8")
+        for added in pipeline.added if pipeline is not None else ():
+            table.extend([None] * (added.id + 1 - len(table)))
+            table[added.id] = pipeline.decoded(added)  # type: ignore[union-attr]
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
         self.n_vocab = len(table) - table.count(None)
@@ -75,7 +86,16 @@ class Tokenizer:
         *,
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
+        add_special_tokens: bool = False,
     ) -> list[int]:
+        """`add_special_tokens`: put the model's template ids (BOS/EOS, format v2) around the
+        text, as the reference's post-processor does; never implied."""
+        if self.pipeline is not None:
+            pipeline = self.pipeline
+            allowed = self._allowed(text, allowed_special, disallowed_special)
+            engine: PieceEngine = self.engine  # type: ignore[assignment]
+            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces), text)
+            return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
             if special_id is None:
@@ -91,6 +111,9 @@ class Tokenizer:
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
     ) -> int:
+        if self.pipeline is not None:
+            return len(self.encode(text, allowed_special=allowed_special,
+                                   disallowed_special=disallowed_special))  # fmt: skip
         total = 0
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
             if special_id is not None:
@@ -122,10 +145,8 @@ class Tokenizer:
             return text
         return unicodedata.normalize(form, text)
 
-    def _segments(
-        self, text: str, allowed: SpecialSet, disallowed: SpecialSet
-    ) -> Iterator[tuple[str, int | None]]:
-        """Split text into (ordinary text, None) and (literal, special id) segments."""
+    def _allowed(self, text: str, allowed: SpecialSet, disallowed: SpecialSet) -> Set[str]:
+        """The allowed special tokens, after refusing text with a disallowed one."""
         _refuse_surrogates(text)
         allowed_set = self._special_set(allowed)
         disallowed_set = (
@@ -135,6 +156,13 @@ class Tokenizer:
         )
         if disallowed_set and (found := _finder(frozenset(disallowed_set)).search(text)):
             raise DisallowedSpecialError(found.group(), found.start())
+        return allowed_set
+
+    def _segments(
+        self, text: str, allowed: SpecialSet, disallowed: SpecialSet
+    ) -> Iterator[tuple[str, int | None]]:
+        """Split text into (ordinary text, None) and (literal, special id) segments."""
+        allowed_set = self._allowed(text, allowed, disallowed)
         if not allowed_set:
             yield text, None
             return
@@ -181,13 +209,21 @@ class Tokenizer:
         except (IndexError, TypeError):
             return len(self.decode_bytes(ids))  # raises UnknownIdError naming them
 
+    @property
+    def text_step(self) -> Callable[[str, bytes | None], str] | None:
+        """The decoder's text steps for a `StreamDecoder` (format v2), or None."""
+        return self.pipeline.decode_text if self.pipeline and self.pipeline.decoder else None
+
     def decode(self, ids: Sequence[int], errors: Errors = "strict") -> str:
         """Join the bytes of all ids, then decode them as UTF-8 (never token by token)."""
         data = self.decode_bytes(ids)
         try:
-            return data.decode("utf-8", errors)
+            text = data.decode("utf-8", errors)
         except UnicodeDecodeError as exc:
             raise UndecodableBytesError(exc.start, data[exc.start : exc.end]) from None
+        if self.pipeline is None:
+            return text
+        return self.pipeline.decode_text(text, self._table[ids[0]] if ids else None)
 
 
 def _guarded(call: Callable[[str], R], text: str) -> R:

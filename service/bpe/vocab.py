@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -21,16 +21,29 @@ IDENTITY_BYTE_IDS: tuple[int, ...] = tuple(range(256))
 class Vocabulary:
     """The tokens of one tokenizer, without its special tokens."""
 
-    __slots__ = ("_encoder", "_merges", "_triples", "byte_ids", "rule", "tokens")
+    __slots__ = (
+        "_encoder",
+        "_merges",
+        "_new_of",
+        "_triples",
+        "byte_ids",
+        "free_ids",
+        "rule",
+        "tokens",
+    )
 
     def __init__(
         self, rule: Rule, byte_ids: Sequence[int], tokens: list[bytes | None], triples: array[int]
     ) -> None:
         self.rule = rule
+        new = triples[2::3]
+        # pairs with free ids (format v2): a merge's rank is its position, not its new id
+        self.free_ids = rule == "pairs" and any(a >= b for a, b in pairwise(new))
         self.byte_ids = tuple(byte_ids)
         self.tokens = tokens  # tokens[id] = the token's bytes, None where no token has that id
         self._triples = triples  # left, right, new, left, right, new, ...
         self._merges: dict[tuple[int, int], int] | None = None
+        self._new_of = triples[2::3] if self.free_ids else None
         self._encoder: dict[bytes, int] | None = None
 
     @classmethod
@@ -74,7 +87,10 @@ class Vocabulary:
         """(left id, right id) -> new id: the `pairs` rule's ranks (built on first use)."""
         if self._merges is None:
             t = self._triples
-            self._merges = {(t[i], t[i + 1]): t[i + 2] for i in range(0, len(t), 3)}
+            if self.free_ids:
+                self._merges = {(t[i], t[i + 1]): i // 3 for i in range(len(t) - 3, -1, -3)}
+            else:
+                self._merges = {(t[i], t[i + 1]): t[i + 2] for i in range(0, len(t), 3)}
         return self._merges
 
     @property
@@ -92,7 +108,7 @@ class Vocabulary:
         if self.rule == "ranks":
             return merge_ranks(piece, self.encoder)
         byte_ids = self.byte_ids
-        return merge_pairs([byte_ids[b] for b in piece], self.merges)
+        return merge_pairs([byte_ids[b] for b in piece], self.merges, self._new_of)
 
     def self_consistent(self) -> bool:
         """True when every token's bytes encode to that token alone.
@@ -103,6 +119,8 @@ class Vocabulary:
         """
         if self.rule == "ranks":
             return True
+        if self.free_ids:  # several merges may make one token: not the question here
+            return False
         from service.bpe.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
 
         whole = pairs_all_whole(self)  # the same rule in C, in one call: 100x faster

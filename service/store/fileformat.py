@@ -1,4 +1,5 @@
-"""Tokenizer file format v1: the msgspec definition, parsing and the human-readable layout.
+"""Tokenizer file format (v1, and v2 with a text pipeline): the msgspec definition, parsing and
+the human-readable layout.
 
 The JSON Schema in docs/ is generated from these Structs (`toksvc schema`), so documentation and
 parser cannot drift apart. Rules that a schema cannot express live in `service.store.validation`.
@@ -13,6 +14,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.bpe.vocab import IDENTITY_BYTE_IDS
+from service.store.pipelineformat import AddedToken, DecodeStep, Normalizer, PreTokenizer, Template
 
 MAX_ID = 2**24 - 1  # ids are dense indexes into the decode table
 
@@ -42,9 +44,11 @@ class StoreFile(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
 
 
 class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One tokenizer version. See docs/format.md for the meaning of every field."""
+    """One tokenizer version. See docs/format.md for the meaning of every field. The fields
+    after `merges` are format v2's (V2_FIELDS): absent from a v1 file, optional in a v2 file."""
 
     format: Literal["toksvc-bpe"] = "toksvc-bpe"
+    format_version: Literal[1, 2] = 1  # type: ignore[assignment]  # v2: tokenizer files only
     rule: Literal["pairs", "ranks"]
     pattern: str | None
     normalization: Literal["none", "NFC", "NFKC"] = "none"
@@ -53,12 +57,27 @@ class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=
     byte_ids: list[TokenId] | None = None
     tokens: list[ExtraToken] = msgspec.field(default_factory=list)
     merges: list[Merge]
+    normalizers: list[Normalizer] | None = None
+    pre_tokenizers: list[PreTokenizer] | None = None
+    byte_fallback: list[TokenId] | None = None
+    added_tokens: list[AddedToken] | None = None
+    decoder: list[DecodeStep] | None = None
+    template: Template | None = None
 
     @property
     def ids_of_bytes(self) -> Sequence[int]:
         """The id of each byte value: `byte_ids`, or byte b -> id b when the file has none."""
         return IDENTITY_BYTE_IDS if self.byte_ids is None else self.byte_ids
 
+
+V2_FIELDS = (
+    "normalizers",
+    "pre_tokenizers",
+    "byte_fallback",
+    "added_tokens",
+    "decoder",
+    "template",
+)
 
 _decoder = msgspec.json.Decoder(TokenizerFile)
 
@@ -76,10 +95,12 @@ def dumps(tf: TokenizerFile) -> bytes:
 
     parts = []
     for key, value in msgspec.to_builtins(tf).items():
+        if key in V2_FIELDS and value is None:  # a v1 file stays byte for byte what it was
+            continue
         if isinstance(value, dict) and value:
             text = "{\n    " + ",\n    ".join(f"{enc(k)}: {enc(v)}" for k, v in value.items())
             text += "\n  }"
-        elif isinstance(value, list) and value and isinstance(value[0], (list, tuple)):
+        elif isinstance(value, list) and value and isinstance(value[0], (list, tuple, dict)):
             text = "[\n    " + ",\n    ".join(map(enc, value)) + "\n  ]"
         else:
             text = enc(value)

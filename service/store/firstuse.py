@@ -76,8 +76,15 @@ class FirstUse:
             return self._built
 
 
+class AddedHead(msgspec.Struct, frozen=True):
+    content: str
+    id: TokenId
+    special: bool = False
+
+
 class FileHead(msgspec.Struct, frozen=True, kw_only=True):
-    """The fields of a tokenizer file start-up reads; `merges` is kept as raw JSON (not parsed)."""
+    """The fields of a tokenizer file start-up reads; `merges` is kept as raw JSON (not parsed)
+    and the other fields of format v2 are skipped."""
 
     format: str
     format_version: int
@@ -88,15 +95,31 @@ class FileHead(msgspec.Struct, frozen=True, kw_only=True):
     normalization: str = "none"
     special_tokens: dict[str, TokenId] = msgspec.field(default_factory=dict)
     metadata: Metadata = msgspec.field(default_factory=Metadata)
-    tokens: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    byte_ids: list[TokenId] | None = None
+    tokens: list[tuple[TokenId, str]] = msgspec.field(default_factory=list)
     merges: msgspec.Raw
+    byte_fallback: list[TokenId] | None = None
+    added_tokens: list[AddedHead] | None = None
+
+    @property
+    def all_special_tokens(self) -> dict[str, int]:
+        """The special tokens and (format v2) the added tokens marked special, as the tokenizer
+        will hold them."""
+        added = {a.content: a.id for a in self.added_tokens or () if a.special}
+        return {**self.special_tokens, **added}
 
     @property
     def n_vocab(self) -> int:
-        """Defined ids, special tokens included (in a valid file no two share an id): the 256
-        bytes, the extra tokens, one per merge (each merge is one `[`) and the special tokens."""
+        """Defined ids, special tokens included: those of the bytes, the byte-fallback and extra
+        tokens, the special and added tokens, and one per merge (each merge is one `[`; in a
+        valid file no merge makes an id defined elsewhere)."""
         n_merges = bytes(self.merges).count(b"[") - 1
-        return 256 + len(self.tokens) + n_merges + len(set(self.special_tokens.values()))
+        ids = set(range(256) if self.byte_ids is None else self.byte_ids)
+        ids.update(self.byte_fallback or ())
+        ids.update(tid for tid, _ in self.tokens)
+        ids.update(self.special_tokens.values())
+        ids.update(a.id for a in self.added_tokens or ())
+        return len(ids) + n_merges
 
 
 _head = msgspec.json.Decoder(FileHead)

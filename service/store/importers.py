@@ -19,6 +19,7 @@ from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
 from service.store.bytelevel import from_gpt2, from_hf_json
 from service.store.fileformat import TokenizerFile
+from service.store.hfjson import from_tokenizer_json
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
 from service.store.rankfile import from_tiktoken
 from service.store.sources import Found, Naming, source_note
@@ -69,8 +70,10 @@ def import_files(
     elif kind == "gpt2":
         found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
                           special_tokens=specials)  # fmt: skip
-    else:
+    elif chosen is not None:  # the v1 byte-level import, with the pattern chosen
         found = from_hf_json(files[0], pattern=chosen)
+    else:
+        found = from_tokenizer_json(files[0])
     return found.named(naming)
 
 

@@ -33,6 +33,7 @@ from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.firstuse import BuiltTokenizer, FirstUse, read_head
 from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry, read_manifest
 from service.store.modelstore import LoadedModel, ModelTables, load_models
+from service.store.pipelinebuild import engine_merges, pipeline_of
 from service.store.reading import read_verified
 from service.store.sharing import BuiltVocabulary, SharedVocabularies
 from service.store.validation import validate
@@ -228,7 +229,9 @@ def load_entry(
                    triples=checked.triples, known=known)  # fmt: skip
     if shared is not None and known is None:
         tokenizer = loaded.tokenizer
-        shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent))
+        expand = tokenizer.pipeline.expand if tokenizer.pipeline is not None else {}
+        shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent,
+                                        dict(expand)))  # fmt: skip
     return loaded
 
 
@@ -244,17 +247,22 @@ def build(
 ) -> LoadedTokenizer:
     """`known`: the vocabulary and engine of a file with the same content but for its special
     tokens, built earlier in this load (service.store.sharing)."""
+    expand: dict[int, tuple[int, ...]] = {}
     if known is None:
-        vocab = Vocabulary.build(
-            tf.rule,
-            tf.merges,
-            tf.ids_of_bytes,
-            {tid: bytes.fromhex(h) for tid, h in tf.tokens},
-            token_bytes=token_bytes,
-            triples=triples,
-        )
+        extra = {tid: bytes.fromhex(h) for tid, h in tf.tokens}
+        for b, tid in enumerate(tf.byte_fallback or ()):
+            extra.setdefault(tid, bytes([b]))
+        merges, expand = engine_merges(tf)
+        if tf.byte_fallback is not None:  # with synthetic merges: computed here
+            token_bytes = triples = None
+        vocab = Vocabulary.build(tf.rule, merges, tf.ids_of_bytes, extra,
+                                 token_bytes=token_bytes, triples=triples)  # fmt: skip
+        for synthetic in expand:  # never an output: expanded into byte-fallback ids
+            vocab.tokens[synthetic] = None
         self_consistent = vocab.self_consistent()
-        known = BuiltVocabulary(vocab, factory(vocab, tf.pattern, self_consistent), self_consistent)
+        pattern = tf.pattern if tf.format_version == 1 else None
+        known = BuiltVocabulary(vocab, factory(vocab, pattern, self_consistent), self_consistent,
+                                expand)  # fmt: skip
     vocab, self_consistent = known.vocab, known.self_consistent
     tokenizer = Tokenizer(
         vocab,
@@ -263,10 +271,11 @@ def build(
         tf.normalization,
         cache=text_cache,
         cache_owner=entry.sha256,
+        pipeline=pipeline_of(tf, known.expand),
     )
     built = FirstUse.done(entry.ref, BuiltTokenizer(tokenizer, self_consistent))
     return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
-                           tf.special_tokens, tokenizer.n_vocab, built)  # fmt: skip
+                           tokenizer.special_tokens, tokenizer.n_vocab, built)  # fmt: skip
 
 
 def defer_entry(
@@ -292,5 +301,5 @@ def defer_entry(
         return loaded.built.get()
 
     return LoadedTokenizer(*entry.identity, head.rule, head.pattern, head.normalization,  # type: ignore[arg-type]
-                           head.metadata, head.special_tokens, head.n_vocab,
+                           head.metadata, head.all_special_tokens, head.n_vocab,
                            FirstUse(entry.ref, build_now, lock))  # fmt: skip

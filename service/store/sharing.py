@@ -11,7 +11,7 @@ engine are built from is equal. Nothing is kept between loads or on disk.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -24,6 +24,7 @@ class BuiltVocabulary:
     vocab: Vocabulary
     engine: Engine
     self_consistent: bool
+    expand: dict[int, tuple[int, ...]] = field(default_factory=dict)  # synthetic ids (v2)
 
 
 class SharedVocabularies:
@@ -34,7 +35,7 @@ class SharedVocabularies:
 
     @staticmethod
     def key(tf: TokenizerFile) -> bytes:
-        shape = (tf.rule, tf.pattern, tf.byte_ids, tf.tokens, tf.merges)
+        shape = (tf.rule, tf.pattern, tf.byte_ids, tf.tokens, tf.merges, tf.byte_fallback)
         return hashlib.sha256(msgspec.msgpack.encode(shape)).digest()
 
     def get(self, key: bytes) -> BuiltVocabulary | None:

@@ -42,13 +42,20 @@ class Found(msgspec.Struct, frozen=True):
     source: str
     byte_ids: list[int] | None = None  # None: byte b is id b
     tokens: list[tuple[int, str]] = msgspec.field(default_factory=list)  # ranks: no merge makes
+    byte_fallback: list[int] | None = None  # format v2 (with `v2`)
+    v2: dict[str, Any] | None = None  # format v2's pipeline fields, by name
 
     def named(self, naming: Naming) -> TokenizerFile:
-        """The tokenizer file, named by the user and dated today."""
+        """The tokenizer file, named by the user and dated today (format v2 when `v2`)."""
         fields = msgspec.structs.asdict(self)
         meta = Metadata(description=naming.description, license=naming.license,
                         source=fields.pop("source"), created=today())  # fmt: skip
-        return TokenizerFile(name=naming.name, version=naming.version, metadata=meta, **fields)
+        v2 = fields.pop("v2")
+        if v2 is None:
+            fields.pop("byte_fallback")
+            return TokenizerFile(name=naming.name, version=naming.version, metadata=meta, **fields)
+        return TokenizerFile(format_version=2, name=naming.name, version=naming.version,
+                             metadata=meta, **fields, **v2)  # fmt: skip
 
 
 def today() -> str:

@@ -16,6 +16,7 @@ they accept.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import NamedTuple
 
 import regex
@@ -24,6 +25,8 @@ from service.bpe import native
 from service.bpe.vocab import IDENTITY_BYTE_IDS
 from service.errors import FormatError
 from service.store.fileformat import TokenizerFile
+from service.store.pipelinecheck import BrokenRule as _Rule
+from service.store.pipelinecheck import check_added, check_byte_fallback, check_version
 
 
 class Validated(NamedTuple):
@@ -40,35 +43,33 @@ def validate(
     this found for a file with the same rule, byte ids, extra tokens and merges
     (service.store.sharing), whose merges need no second check."""
     try:
+        check_version(tf)
         if tf.pattern is not None:
             _check_pattern(tf.pattern)
         tokens = _check_byte_ids(tf)
+        fallback_only = check_byte_fallback(tf, tokens)
         _check_extra_tokens(tf, tokens)
         built: tuple[list[bytes | None], bytes | None] | None = None
         if verified is not None:
             built = (verified, None)
-        else:
+        elif tf.format_version == 1:  # the C pass knows v1's merge rules
             built = native.build_tokens(tf.rule, tokens, tf.merges)
         by_id: list[bytes | None]
         triples = None
         if built is not None:
             by_id, triples = built
         else:  # not verified in C: the reference checks find and name the broken entry
-            _check_merges(tf, tokens)
+            _check_merges(tf, tokens, fallback_only)
             if tf.rule == "ranks":
                 _check_unique_bytes(tokens)
             by_id = [None] * (max(tokens) + 1)
             for tid, data in tokens.items():
                 by_id[tid] = data
         _check_specials(tf, by_id)
+        check_added(tf, by_id)
     except _Rule as broken:
         raise FormatError(path, broken.entry, broken.reason) from None
     return Validated(by_id, triples)
-
-
-class _Rule(Exception):  # noqa: N818 (internal: carries a broken rule to validate())
-    def __init__(self, entry: str, reason: str) -> None:
-        self.entry, self.reason = entry, reason
 
 
 def _check_pattern(pattern: str) -> None:
@@ -82,7 +83,11 @@ def _check_byte_ids(tf: TokenizerFile) -> dict[int, bytes]:
     byte_ids = tf.ids_of_bytes
     if len(byte_ids) != 256:
         raise _Rule("byte_ids", f"must list 256 ids (one per byte value), has {len(byte_ids)}")
-    if tf.rule == "pairs" and sorted(byte_ids) != list(IDENTITY_BYTE_IDS):
+    if (
+        tf.rule == "pairs"
+        and tf.format_version == 1
+        and sorted(byte_ids) != list(IDENTITY_BYTE_IDS)
+    ):
         raise _Rule("byte_ids", "for the pairs rule the byte ids must be 0..255 in some order")
     tokens: dict[int, bytes] = {}
     for b, tid in enumerate(byte_ids):
@@ -93,8 +98,8 @@ def _check_byte_ids(tf: TokenizerFile) -> dict[int, bytes]:
 
 
 def _check_extra_tokens(tf: TokenizerFile, tokens: dict[int, bytes]) -> None:
-    if tf.tokens and tf.rule != "ranks":
-        raise _Rule("tokens", "extra tokens are only allowed with the ranks rule")
+    if tf.tokens and tf.rule != "ranks" and tf.format_version == 1:
+        raise _Rule("tokens", "extra tokens are only allowed with the ranks rule (format v1)")
     for i, (tid, hexbytes) in enumerate(tf.tokens):
         if tid in tokens:
             raise _Rule(f"tokens[{i}]", f"id {tid} is defined twice")
@@ -102,21 +107,32 @@ def _check_extra_tokens(tf: TokenizerFile, tokens: dict[int, bytes]) -> None:
             token = bytes.fromhex(hexbytes)
         except ValueError:
             raise _Rule(f"tokens[{i}]", f"{hexbytes!r} is not hex") from None
-        if len(token) < 2:
+        if len(token) < 2 - (tf.format_version - 1):
             raise _Rule(f"tokens[{i}]", "an extra token must have at least two bytes")
         tokens[tid] = token
 
 
-def _check_merges(tf: TokenizerFile, tokens: dict[int, bytes]) -> None:
+def _check_merges(
+    tf: TokenizerFile, tokens: dict[int, bytes], fallback_only: Set[int] = frozenset()
+) -> None:
     seen: set[tuple[int, int]] = set()
     previous = -1
+    free = tf.rule == "pairs" and tf.format_version == 2
     for i, (left, right, new) in enumerate(tf.merges):
         entry = f"merges[{i}]"
         for child in (left, right):
             if child not in tokens:
                 raise _Rule(entry, f"child id {child} is not defined before this merge")
+            if child in fallback_only:
+                raise _Rule(entry, f"child id {child} is a byte-fallback token")
         if (left, right) in seen:
             raise _Rule(entry, f"pair ({left}, {right}) is listed twice")
+        if free:  # v2: any id, or again the id of a token with these bytes
+            if new in tokens and tokens[new] != tokens[left] + tokens[right]:
+                raise _Rule(entry, f"new id {new} is already a token with other bytes")
+            seen.add((left, right))
+            tokens[new] = tokens[left] + tokens[right]
+            continue
         if tf.rule == "pairs" and new != 256 + i:
             raise _Rule(entry, f"new id must be {256 + i} (consecutive from 256), is {new}")
         if tf.rule == "ranks" and new <= previous:

@@ -17,6 +17,7 @@ from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
 
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
+from service.settings import BUNDLED_STORE
 from service.store.importers import import_files
 from service.store.manifest import add_to_store
 from service.store.presets import KIMI_PATTERN, PRESETS
@@ -168,3 +169,14 @@ def test_kimi_pattern_on_generated_text(imported: dict[str, Registry], text: str
 def test_tekken_pattern_can_be_overridden(tmp_path: Path) -> None:
     found = import_files("tekken", [_tekken_file(tmp_path)], Naming("t", "1"), pattern="o200k")
     assert found.pattern == PRESETS["o200k_base"].pattern
+
+
+def test_first_use_knows_what_the_built_store_says(registry: Registry) -> None:
+    """Start-up's head-only facts of every shipped file (format v1 and v2) are the built ones."""
+    lazy = load_store(BUNDLED_STORE, engine_factory("auto"), first_use=True)
+    assert not lazy.failures and [t.ref for t in lazy] == [t.ref for t in registry]
+    for t in lazy:
+        built = registry.resolve(t.ref)
+        assert t.built.built is None, t.ref
+        assert (t.n_vocab, t.special_tokens) == (built.n_vocab, built.tokenizer.special_tokens)
+        assert t.special_tokens == built.special_tokens and t.metadata == built.metadata

@@ -10,7 +10,6 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
-from service.store.bytelevel import gpt2_byte_alphabet
 from tests.testdata import vocab_file
 
 
@@ -169,17 +168,18 @@ def test_a_name_in_two_stores_is_an_error_naming_both(
 def test_an_import_that_would_not_load_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # RoBERTa-style byte-level file: <|endoftext|> at id 0, so the bytes are not ids 0..255
-    alphabet = sorted(gpt2_byte_alphabet(), key=gpt2_byte_alphabet().__getitem__)
-    vocab = {"<|endoftext|>": 0, **{c: i + 1 for i, c in enumerate(alphabet)}}
-    doc = {"model": {"type": "BPE", "vocab": vocab, "merges": []},
-           "added_tokens": [{"id": 0, "content": "<|endoftext|>"}]}  # fmt: skip
+    # SentencePiece-style file whose merge uses a byte-fallback token: the importer maps it, the
+    # validation (which makes the synthetic character merges exact) refuses it
+    vocab = {f"<0x{b:02X}>": b for b in range(256)} | {"<0xC3><0xA9>": 256}
+    doc = {"model": {"type": "BPE", "vocab": vocab, "merges": [["<0xC3>", "<0xA9>"]],
+                     "byte_fallback": True},
+           "decoder": {"type": "ByteFallback"}}  # fmt: skip
     source = tmp_path / "tokenizer.json"
     source.write_text(json.dumps(doc))
     store = tmp_path / "store"
     code, out, err = run(capsys, "import", "hf", str(source), "--name", "r", "--version", "1",
                          "--store", str(store))  # fmt: skip
-    assert code == 1 and out == "" and "byte_ids" in err and "r/1.json" in err, err
+    assert code == 1 and out == "" and "byte-fallback token" in err and "r/1.json" in err, err
     assert not (store / "r").exists() and not (store / "manifest.json").exists()
 
 

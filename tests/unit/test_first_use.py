@@ -29,7 +29,7 @@ def small(tmp_path: Path) -> Path:
     """The bundled store without its large vocabularies and models."""
     copy = tmp_path / "store"
     shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns(
-        "o200k*", "qwen*", "cl*", "phi*", "tekken*"))  # fmt: skip
+        "o200k*", "qwen*", "cl*", "phi*", "tekken*", "deepseek*"))  # fmt: skip
     manifest = json.loads((copy / MANIFEST).read_text())
     manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
     manifest["models"] = manifest["prices"] = []

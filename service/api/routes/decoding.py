@@ -71,7 +71,8 @@ async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
 
     def step() -> tuple[str, str]:
         check_output(settings, tokenizer.tokenizer.decoded_size(data.ids))
-        decoder = StreamDecoder.resume(tokenizer.tokenizer.decode_bytes, data.state, data.errors)
+        decoder = StreamDecoder.resume(tokenizer.tokenizer.decode_bytes, data.state, data.errors,
+                                       tokenizer.tokenizer.text_step)  # fmt: skip
         text = decoder.decode(data.ids)
         return (text + decoder.flush() if data.final else text), decoder.state()
 

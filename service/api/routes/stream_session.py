@@ -103,7 +103,8 @@ class StreamSession:
                  errors: ErrorsMode, usage: bool, model: str | None,
                  idle_seconds: float = math.inf) -> None:  # fmt: skip
         self.worker, self.ref, self.tokenizer = worker, loaded.ref, loaded.tokenizer
-        self.decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors)
+        self.decoder = StreamDecoder(loaded.tokenizer.decode_bytes, errors,
+                                     text_step=loaded.tokenizer.text_step)  # fmt: skip
         self.meter = meter_for(worker.serving(), usage, model)
         self.budget = StreamBudget(worker.settings, idle_seconds)
         self._release = worker.stream_slots.acquire(kind)  # last: nothing after it can fail

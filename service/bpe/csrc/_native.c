@@ -214,16 +214,16 @@ static PyObject *Engine_all_whole(EngineObject *self, PyObject *tokens) {
 }
 
 static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", NULL};
+    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", "free_ids", NULL};
     const char *rule;
     PyObject *tokens, *byte_ids, *triples;
-    int scanner;
+    int scanner, free_ids = 0;
     if (self->bt.slots || self->pt.keys) {
         PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi", kwlist, &rule, &tokens, &byte_ids,
-                                     &triples, &scanner))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|p", kwlist, &rule, &tokens, &byte_ids,
+                                     &triples, &scanner, &free_ids))
         return -1;
     if (scanner < SCAN_NONE || scanner > SCAN_LAST) {
         PyErr_SetString(PyExc_ValueError, "unknown scanner");
@@ -238,7 +238,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         rc = init_ranks(self, tokens);
     } else if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        rc = init_pairs(self, tokens, byte_ids, triples);
+        rc = init_pairs(self, tokens, byte_ids, triples, free_ids);
     } else {
         PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     }

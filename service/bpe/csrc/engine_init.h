@@ -125,7 +125,8 @@ done:
     return rc;
 }
 
-static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples) {
+static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples,
+                      int free_ids) {
     pair_table *t = &self->pt;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence");
     if (!seq) return -1;
@@ -158,11 +159,15 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
     if (!t->keys || !t->vals) { PyErr_NoMemory(); goto done; }
     memset(t->keys, 0xFF, (t->mask + 1) * sizeof *t->keys);
     const uint32_t *v = view.buf;
+    if (free_ids && !(t->new_of = malloc((count + 1) * sizeof *t->new_of))) { PyErr_NoMemory(); goto done; }
     for (size_t i = 0; i < count; i++) {
         if (v[3 * i + 2] >= NO_RANK) { PyErr_SetString(PyExc_ValueError, "id out of range"); goto done; }
-        pt_insert(t, v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+        if (free_ids) t->new_of[i] = v[3 * i + 2];
+        pt_insert(t, v[3 * i], v[3 * i + 1], free_ids ? (uint32_t)i : v[3 * i + 2]);
     }
-    self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals);
+    self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals) +
+                   (free_ids ? count * sizeof *t->new_of : 0);
+    if (free_ids) { rc = keep_backtracking(self, 0); goto done; } /* backtracking needs ids = ranks */
     backtrack_t *b = &self->bk;
     int fits = bk_layout(b, tokens);
     if (fits < 0) goto done;

@@ -105,7 +105,13 @@ typedef struct {
     uint32_t *vals;
     size_t mask;
     uint32_t byte_ids[256];
+    uint32_t *new_of; /* NULL: vals are new ids (ascending in rank); else vals are ranks and
+                         new_of[rank] is the id the merge makes (format v2's free ids) */
 } pair_table;
+
+static inline uint32_t pt_new(const pair_table *t, uint32_t rank) {
+    return t->new_of ? t->new_of[rank] : rank;
+}
 
 static inline size_t hash_pair(uint64_t key) {
     key ^= key >> 31;
@@ -135,6 +141,7 @@ static void pt_insert(pair_table *t, uint32_t a, uint32_t b, uint32_t v) {
 static void pt_free(pair_table *t) {
     free(t->keys);
     free(t->vals);
+    free(t->new_of);
     memset(t, 0, sizeof *t);
 }
 
@@ -304,12 +311,13 @@ static int merge_pairs_short(const pair_table *t, const uint8_t *s, size_t n, si
         size_t at;
         uint32_t best = lowest(ranks, m - 1, &at);
         if (best == NO_RANK) break;
-        ids[at] = best;
+        uint32_t made = pt_new(t, best);
+        ids[at] = made;
         memmove(&ids[at + 1], &ids[at + 2], (m - at - 2) * sizeof ids[0]);
         memmove(&ranks[at], &ranks[at + 1], (m - at - 2) * sizeof ranks[0]);
         m--;
-        if (at > 0) ranks[at - 1] = pt_lookup(t, ids[at - 1], best);
-        if (at + 1 < m) ranks[at] = pt_lookup(t, best, ids[at + 1]);
+        if (at > 0) ranks[at - 1] = pt_lookup(t, ids[at - 1], made);
+        if (at + 1 < m) ranks[at] = pt_lookup(t, made, ids[at + 1]);
     }
     for (size_t i = 0; i < m; i++)
         if (sink_put(out, ids[i])) return -1;
@@ -339,17 +347,18 @@ static int merge_pairs_long(const pair_table *t, const uint8_t *s, size_t n, sin
         if (j == UINT32_MAX - 1 || j >= n) continue;
         if (pt_lookup(t, sym[i], sym[j]) != r) continue;
         uint32_t k = nxt[j];
-        sym[i] = r;
+        uint32_t made = pt_new(t, r);
+        sym[i] = made;
         nxt[i] = k;
         nxt[j] = UINT32_MAX - 1;
         if (k < n) {
             prv[k] = i;
-            uint32_t rk = pt_lookup(t, r, sym[k]);
+            uint32_t rk = pt_lookup(t, made, sym[k]);
             if (rk != NO_RANK && heap_push(&h, (uint64_t)rk << 32 | i)) goto done;
         }
         uint32_t p = prv[i];
         if (p != UINT32_MAX) {
-            uint32_t rp = pt_lookup(t, sym[p], r);
+            uint32_t rp = pt_lookup(t, sym[p], made);
             if (rp != NO_RANK && heap_push(&h, (uint64_t)rp << 32 | p)) goto done;
         }
     }

@@ -1,0 +1,186 @@
+"""The text pipeline of a Hugging Face `tokenizer.json`, in front of a merge engine (format v2).
+
+Encoding follows the reference step for step: added tokens that are matched on the raw text are
+split out first (leftmost, longest first, with their `lstrip`/`rstrip`/`single_word` rules); each
+stretch between them is normalized, then the added tokens matched on normalized text are split
+out; what is left is cut into pieces by the pre-tokenizer steps, and each piece is merged by the
+engine. Ids the engine made for synthetic merges (characters rebuilt from bytes that turned out
+not to be tokens, see docs/format.md) are expanded back into their byte-fallback ids.
+
+Special added tokens follow the tokenizer's special-token policy (`Tokenizer` checks disallowed
+ones first): only allowed ones are split out, any other is ordinary text. Non-special added tokens
+are always split out, as the reference does. Decoding applies the decoder's text steps to the
+joined UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import regex
+
+from service.bpe.textsteps import Normalize, PreTokenize, run_normalizers, run_pre_tokenizers
+
+MergePieces = Callable[[list[str]], list[int]]
+_SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
+_SPACE_AT_START = regex.compile(r"\p{White_Space}+")
+
+
+@dataclass(frozen=True, slots=True)
+class AddedLiteral:
+    content: str
+    id: int
+    special: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+    normalized: bool = False
+    match: str = ""  # what is looked for: `content`, normalized when `normalized` (set by Pipeline)
+    decoded: bytes | None = None  # what it decodes to, when not the UTF-8 of `match`
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeStep:
+    """Decoder text step: `replace` one character (`pattern`) by `content`; `strip` up to
+    `count` leading `content` characters from the whole text; `metaspace`: `pattern` becomes
+    `content` (a space), but those of the first token are dropped."""
+
+    kind: str  # "replace" | "strip" | "metaspace"
+    pattern: str
+    content: str
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    added: Sequence[AddedLiteral] = ()
+    normalizers: Sequence[Normalize] = ()
+    pre_tokenizers: Sequence[PreTokenize] = ()
+    decoder: Sequence[DecodeStep] = ()
+    expand: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    prefix: tuple[int, ...] = ()
+    suffix: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Added tokens matched in normalized text are looked for (and decode) normalized, as
+        in the reference."""
+        added = []
+        for a in self.added:
+            match = a.content
+            if a.normalized:
+                match = run_normalizers(self.normalizers, a.content, True)[0]
+            added.append(replace(a, match=match))
+        object.__setattr__(self, "added", tuple(added))
+
+    def decoded(self, added: AddedLiteral) -> bytes:
+        return added.match.encode("utf-8") if added.decoded is None else added.decoded
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return {a.content: a.id for a in self.added if a.special}
+
+    def encode(self, text: str, allowed: Set[str], merge: MergePieces) -> list[int]:
+        raw, normalized = _matchers(self.added, frozenset(allowed))
+        out: list[int] = []
+        for start, end, token in _split(text, raw):
+            if token is not None:
+                out.append(token.id)
+                continue
+            segment, origin = run_normalizers(self.normalizers, text[start:end], start == 0)
+            for a, b, later in _split(segment, normalized):
+                if later is not None:
+                    out.append(later.id)
+                    continue
+                pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
+                if pieces:
+                    out += self._expanded(merge(pieces))
+        return out
+
+    def _expanded(self, ids: list[int]) -> list[int]:
+        expand = self.expand
+        if not expand or not ids or max(ids) < min(expand):
+            return ids
+        out: list[int] = []
+        for i in ids:
+            if i in expand:
+                out += expand[i]
+            else:
+                out.append(i)
+        return out
+
+    def decode_text(self, text: str, first: bytes | None) -> str:
+        """The decoder's text steps on decoded text; `first`: the bytes of the output's first
+        token (None when this text does not begin the output)."""
+        for step in self.decoder:
+            if step.kind == "replace":
+                text = text.replace(step.pattern, step.content)
+            elif step.kind == "metaspace":
+                drop = first.count(step.pattern.encode()) if first is not None else 0
+                text = text.replace(step.pattern, "", drop).replace(step.pattern, step.content)
+            elif first is not None:
+                n = 0
+                while n < step.count and text.startswith(step.pattern, n * len(step.pattern)):
+                    n += 1
+                text = text[n * len(step.pattern) :]
+        return text
+
+
+_Matcher = tuple[re.Pattern[str], dict[str, AddedLiteral]] | None
+
+
+@lru_cache(maxsize=64)
+def _matchers(added: Sequence[AddedLiteral], allowed: frozenset[str]) -> tuple[_Matcher, _Matcher]:
+    """The raw-text and normalized-text matchers of the added tokens in play."""
+    live = [a for a in added if not a.special or a.content in allowed]
+    return _matcher([a for a in live if not a.normalized]), _matcher(
+        [a for a in live if a.normalized]
+    )
+
+
+def _matcher(tokens: list[AddedLiteral]) -> _Matcher:
+    if not tokens:
+        return None
+    by_content = {t.match: t for t in tokens if t.match}
+    ordered = sorted(by_content, key=lambda s: (-len(s), s))  # leftmost, then longest
+    return re.compile("|".join(map(re.escape, ordered))), by_content
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _split(text: str, matcher: _Matcher) -> list[tuple[int, int, AddedLiteral | None]]:
+    """(start, end, added token or None) covering `text`, as the reference's
+    `split_with_indices` cuts it."""
+    if matcher is None or not text:
+        return [(0, len(text), None)] if text else []
+    pattern, tokens = matcher
+    found: list[tuple[int, int, AddedLiteral]] = []
+    start_offset = 0
+    for m in pattern.finditer(text):
+        start, stop = m.span()
+        token = tokens[m.group()]
+        if token.single_word:
+            start_space = start == 0 or not _is_word(text[start - 1])
+            stop_space = stop == len(text) or not _is_word(text[stop])
+            if not (start_space and stop_space):
+                continue
+        if token.lstrip and (space := _SPACE_AT_END.search(text, 0, start)):
+            start = max(space.start(), start_offset)
+        if token.rstrip and (space := _SPACE_AT_START.match(text, stop)):
+            stop = space.end()
+        found.append((start, stop, token))
+        start_offset = stop
+    out: list[tuple[int, int, AddedLiteral | None]] = []
+    offset = 0
+    for start, stop, token in found:
+        if offset < start:
+            out.append((offset, start, None))
+        out.append((start, stop, token))
+        offset = stop
+    if offset < len(text):
+        out.append((offset, len(text), None))
+    return out

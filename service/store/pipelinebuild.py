@@ -1,0 +1,127 @@
+"""What a format v2 file's pipeline fields become: the engine-side steps of
+`service.bpe.pipeline`, and for SentencePiece-style files the synthetic character merges
+(`service.bpe.bytefallback`) ranked before the file's own."""
+
+from __future__ import annotations
+
+from service.bpe import textsteps
+from service.bpe.bytefallback import one_character, synthetic_merges
+from service.bpe.pipeline import AddedLiteral, DecodeStep, Pipeline
+from service.bpe.textsteps import Normalize, PreTokenize
+from service.store.bytelevel import gpt2_byte_alphabet
+from service.store.fileformat import TokenizerFile
+from service.store.pipelineformat import (
+    ByteLevel,
+    DecodeMetaspace,
+    DecodeReplace,
+    DecodeStrip,
+    Digits,
+    Lowercase,
+    Metaspace,
+    Normalizer,
+    Prepend,
+    PreTokenizer,
+    Punctuation,
+    Replace,
+    Split,
+    Strip,
+    UnicodeForm,
+    Whitespace,
+)
+
+
+def engine_merges(
+    tf: TokenizerFile,
+) -> tuple[list[tuple[int, int, int]], dict[int, tuple[int, ...]]]:
+    """The merges the engine runs (synthetic ones first when the file has byte fallback) and the
+    synthetic ids (above every id the file uses) with the fallback ids each stands for."""
+    if tf.byte_fallback is None:
+        return tf.merges, {}
+    last_id = max(
+        [
+            *tf.ids_of_bytes,
+            *tf.byte_fallback,
+            *(t for t, _ in tf.tokens),
+            *(m[2] for m in tf.merges),
+            *tf.special_tokens.values(),
+            *(a.id for a in tf.added_tokens or ()),
+        ]
+    )
+    chars = {tid: data for tid, hexed in tf.tokens if one_character(data := bytes.fromhex(hexed))}
+    synthetic, expand = synthetic_merges(chars, tf.ids_of_bytes, tf.byte_fallback, last_id + 1)
+    return synthetic + list(tf.merges), expand
+
+
+def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeline | None:
+    """The pipeline of a v2 file, or None for a file the v1 front serves as it always has."""
+    if tf.format_version == 1:
+        return None
+    normalizers = [_normalizer(n) for n in tf.normalizers or ()]
+    if tf.normalization != "none":
+        normalizers.insert(0, textsteps.unicode_form(tf.normalization))
+    if tf.pre_tokenizers is not None:
+        pre = [_pre_tokenizer(p) for p in tf.pre_tokenizers]
+    elif tf.pattern is not None:
+        pre = [textsteps.split(tf.pattern, "isolated", is_regex=True, invert=False)]
+    else:
+        pre = []
+    added = [AddedLiteral(t, i, special=True) for t, i in tf.special_tokens.items()]
+    added += [AddedLiteral(a.content, a.id, a.special, a.lstrip, a.rstrip, a.single_word,
+                           a.normalized) for a in tf.added_tokens or ()]  # fmt: skip
+    decoder = [_decode_step(d) for d in tf.decoder or ()]
+    template = tf.template
+    return Pipeline(
+        tuple(added),
+        tuple(normalizers),
+        tuple(pre),
+        tuple(decoder),
+        expand,
+        tuple(template.prefix) if template else (),
+        tuple(template.suffix) if template else (),
+    )
+
+
+def _byte_level_spelling(content: str) -> bytes | None:
+    """What a ByteLevel decoder makes of an added token: its characters as GPT-2's byte
+    alphabet when they all are in it, else its UTF-8 (as the reference decodes it)."""
+    alphabet = gpt2_byte_alphabet()
+    if all(c in alphabet for c in content):
+        return bytes(alphabet[c] for c in content)
+    return None
+
+
+def _decode_step(d: DecodeReplace | DecodeStrip | DecodeMetaspace) -> DecodeStep:
+    if isinstance(d, DecodeReplace):
+        return DecodeStep("replace", d.pattern, d.content)
+    if isinstance(d, DecodeMetaspace):
+        return DecodeStep("metaspace" if d.drop_first else "replace", d.replacement, " ")
+    return DecodeStep("strip", d.content, d.content, d.start)
+
+
+def _normalizer(n: Normalizer) -> Normalize:
+    if isinstance(n, UnicodeForm):
+        return textsteps.unicode_form(n.form)
+    if isinstance(n, Lowercase):
+        return textsteps.lowercase()
+    if isinstance(n, Replace):
+        return textsteps.replace(n.pattern, n.content, is_regex=n.regex)
+    if isinstance(n, Prepend):
+        return textsteps.prepend(n.prepend)
+    assert isinstance(n, Strip)
+    return textsteps.strip(left=n.left, right=n.right)
+
+
+def _pre_tokenizer(p: PreTokenizer) -> PreTokenize:
+    if isinstance(p, Split):
+        return textsteps.split(p.pattern, p.behavior, is_regex=p.regex, invert=p.invert)
+    if isinstance(p, ByteLevel):
+        return textsteps.byte_level(add_prefix_space=p.add_prefix_space, use_regex=p.use_regex)
+    if isinstance(p, Metaspace):
+        return textsteps.metaspace(p.replacement, p.prepend_scheme, split_pieces=p.split)
+    if isinstance(p, Digits):
+        return textsteps.digits(individual=p.individual_digits)
+    if isinstance(p, Punctuation):
+        return textsteps.punctuation(p.behavior)
+    if isinstance(p, Whitespace):
+        return textsteps.whitespace()
+    return textsteps.whitespace_split()
