@@ -36,12 +36,13 @@ def add_commands(
     p.set_defaults(run=_train)
 
     p = sub.add_parser("import", parents=[writing], help="import a tokenizer into a store")
-    p.add_argument("kind", choices=["tiktoken", "tekken", "hf", "gpt2"])
+    p.add_argument("kind", choices=["tiktoken", "tekken", "sentencepiece", "hf", "gpt2"])
     p.add_argument(
         "files",
         nargs="+",
         type=Path,
-        help="tiktoken: FILE.tiktoken; tekken: tekken.json; hf: tokenizer.json; "
+        help="tiktoken: FILE.tiktoken; tekken: tekken.json; sentencepiece: tokenizer.model; "
+        "hf: tokenizer.json; "
         "gpt2: encoder.json vocab.bpe",
     )
     _naming_args(p)

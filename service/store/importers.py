@@ -23,10 +23,12 @@ from service.store.hfjson import from_tokenizer_json
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
 from service.store.rankfile import from_tiktoken
 from service.store.sources import Found, Naming, source_note
+from service.store.spimport import from_sentencepiece
 from service.store.tekkenfile import from_tekken
 
-ImportKind = Literal["tiktoken", "tekken", "hf", "gpt2"]
-FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "tekken": 1, "hf": 1, "gpt2": 2}
+ImportKind = Literal["tiktoken", "tekken", "sentencepiece", "hf", "gpt2"]
+FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "tekken": 1, "sentencepiece": 1, "hf": 1,
+                                  "gpt2": 2}  # fmt: skip
 
 
 def target_store(named: Path | None, stores: Sequence[Path], *, read_only: Path) -> Path:
@@ -67,6 +69,8 @@ def import_files(
         found = from_tekken(files[0])
         if chosen is not None:
             found = msgspec.structs.replace(found, pattern=chosen)
+    elif kind == "sentencepiece":
+        found = from_sentencepiece(files[0])
     elif kind == "gpt2":
         found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
                           special_tokens=specials)  # fmt: skip
