@@ -6,10 +6,13 @@ maps (service.store.hfjson): the pieces are the vocabulary; the merges are deriv
 scores (every split of a piece into two pieces is a merge, ranked by the piece's score, highest
 first, as SentencePiece picks the pair whose joined piece scores highest); the normalizer puts
 `▁` in front of the text and for every space; characters outside the vocabulary fall back to
-their bytes' `<0xNN>` pieces; control and unknown pieces are special tokens; user-defined pieces
-are matched in the normalized text, as SentencePiece matches them. Models this cannot reproduce
-exactly are refused: unigram, word and char models, models without byte fallback, a
-normalization other than `identity`, whitespace removal or suffix whitespace.
+their bytes' `<0xNN>` pieces; control and unknown pieces are special tokens. User-defined pieces
+(Mistral v3's and v7's `[REF]`, `[REFERENCE_DOC_n]`) are added tokens split out of the raw text,
+as in Hugging Face's (legacy) tokenizer.json of these models: SentencePiece matches them in the
+normalized text instead, so around them the `▁` tokens differ (a text that starts with one gets
+no `▁` of its own, the text after one gets one); everywhere else the ids are SentencePiece's.
+Models this cannot reproduce exactly are refused: unigram, word and char models, models without
+byte fallback, a normalization other than `identity`, whitespace removal or suffix whitespace.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def tokenizer_doc(model: SentencePieceModel) -> dict[str, Any]:
     merges.sort(key=lambda m: m[0])  # stable: highest score first, then as listed
     added = [
         {"id": i, "content": p.piece, "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": p.type == USER_DEFINED, "special": p.type != USER_DEFINED}
+         "normalized": False, "special": p.type != USER_DEFINED}
         for i, p in enumerate(model.pieces) if p.type in (CONTROL, UNKNOWN, USER_DEFINED)
     ]  # fmt: skip
     normalizers: list[dict[str, Any]] = [{"type": "Replace", "pattern": {"String": " "},
