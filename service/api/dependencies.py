@@ -7,6 +7,9 @@
 `registry` the one serving now (503 before the store has loaded); `tokenizer` the one the path's
 `{ref}` names in it (404 naming the loaded ones otherwise).
 
+A tokenizer not used yet in this worker is built (service.store.firstuse) in a worker thread
+before the handler runs (`ready`), so a first use never blocks the event loop.
+
 `worker` is known when the app is built, so it is a cached value (nothing to resolve per
 request); `registry` and `tokenizer` each read it, so a handler's dependencies form a chain that
 Litestar resolves one after another. Settings are read through `worker` rather than being a
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+import anyio.to_thread
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath
 
@@ -34,8 +38,15 @@ def provide_registry(worker: WorkerDep) -> Registry:
     return worker.serving()
 
 
-def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
-    return worker.serving().resolve(ref)
+async def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
+    return await ready(worker.serving().resolve(ref))
+
+
+async def ready(tokenizer: LoadedTokenizer) -> LoadedTokenizer:
+    """The tokenizer, built first (off the event loop) if this is its first use."""
+    if tokenizer.built.built is None:
+        await anyio.to_thread.run_sync(tokenizer.built.get)
+    return tokenizer
 
 
 def dependencies(worker: Worker) -> dict[str, Provide]:
@@ -47,7 +58,7 @@ def dependencies(worker: Worker) -> dict[str, Provide]:
     return {
         "worker": Provide(provide_worker, use_cache=True, sync_to_thread=False),
         "registry": Provide(provide_registry, sync_to_thread=False),
-        "tokenizer": Provide(provide_tokenizer, sync_to_thread=False),
+        "tokenizer": Provide(provide_tokenizer),
     }
 
 

@@ -30,6 +30,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems
+from service.api.dependencies import ready
 from service.api.routes import encoding
 from service.api.wire.bodies import decode_body, decoder_of
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
@@ -134,7 +135,7 @@ class HotPath:
         if body is not None:
             try:
                 data = decode_body(plan.decoder, body, worker.settings)
-                tokenizer = worker.serving().resolve(scope["path_params"]["ref"])
+                tokenizer = await ready(worker.serving().resolve(scope["path_params"]["ref"]))
                 answer = await plan.answer(tokenizer, data)
             except Exception:  # whatever it is, the full path answers it
                 pass

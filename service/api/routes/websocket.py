@@ -16,7 +16,7 @@ from litestar import WebSocket, websocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, FromQuery
 
-from service.api.dependencies import WorkerDep
+from service.api.dependencies import WorkerDep, ready
 from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
 from service.api.wire.tokens import ErrorsMode
 from service.errors import ToksvcError, TooManyStreamsError
@@ -35,7 +35,8 @@ async def decode_ws(
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        session = StreamSession(worker, worker.serving().resolve(ref), "websocket", errors=errors,
+        tokenizer = await ready(worker.serving().resolve(ref))
+        session = StreamSession(worker, tokenizer, "websocket", errors=errors,
                                 usage=usage, model=model,
                                 idle_seconds=worker.settings.ws_idle_seconds)  # fmt: skip
         await session.run(transport)
