@@ -12,6 +12,7 @@ SCAN_QWEN2: int
 SCAN_LLAMA3: int
 SCAN_TEKKEN: int
 SCAN_QWEN35: int
+SCAN_KIMI: int
 
 class Engine:
     def __init__(

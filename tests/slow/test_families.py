@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
 
+from service.bpe.native import NativeEngine
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
@@ -25,6 +26,7 @@ from service.store.registry import Registry, load_store
 from service.store.sources import Naming
 from tests.conftest import tekken
 from tests.property.test_roundtrip import pieces
+from tests.slow.test_pretokenizer import BLOCK, code_points, segment
 from tests.testdata import CORPUS_NAMES, corpus_text, tiktoken_ranks, vocab_file
 
 TEKKEN = "tekken_240911.json"
@@ -180,3 +182,18 @@ def test_first_use_knows_what_the_built_store_says(registry: Registry) -> None:
         assert t.built.built is None, t.ref
         assert (t.n_vocab, t.special_tokens) == (built.n_vocab, built.tokenizer.special_tokens)
         assert t.special_tokens == built.special_tokens and t.metadata == built.metadata
+
+
+def test_kimi_scanner_splits_every_code_point_as_tiktoken(imported: dict[str, Registry]) -> None:
+    """The C scanner of the kimi preset against tiktoken running Kimi's original pattern, every
+    code point in the contexts of tests/slow/test_pretokenizer.py (Han ones included)."""
+    engine = imported["auto"].resolve("kimi").tokenizer.engine
+    assert isinstance(engine, NativeEngine) and engine._split is None  # the C scanner splits
+    oracle = kimi_oracle()
+    for lo in range(0, 0x110000, BLOCK):
+        cps = code_points(lo, lo + BLOCK)
+        text = "".join(map(segment, cps))
+        if engine.encode_ordinary(text) != oracle.encode_ordinary(text):
+            bad = next(c for c in cps if engine.encode_ordinary(segment(c)) !=
+                       oracle.encode_ordinary(segment(c)))  # fmt: skip
+            pytest.fail(f"U+{bad:04X} in {segment(bad)!r} splits unlike tiktoken")

@@ -370,7 +370,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(m, "SCAN_QWEN2", SCAN_QWEN2) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_LLAMA3", SCAN_LLAMA3) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_TEKKEN", SCAN_TEKKEN) < 0 ||
-        PyModule_AddIntConstant(m, "SCAN_QWEN35", SCAN_QWEN35) < 0) {
+        PyModule_AddIntConstant(m, "SCAN_QWEN35", SCAN_QWEN35) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_KIMI", SCAN_KIMI) < 0) {
         Py_DECREF(m);
         return NULL;
     }

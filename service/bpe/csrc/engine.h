@@ -33,6 +33,7 @@ static scan_fn scanner_fn(int scanner) {
     case SCAN_LLAMA3: return scan_llama3;
     case SCAN_TEKKEN: return scan_tekken;
     case SCAN_QWEN35: return scan_qwen35;
+    case SCAN_KIMI: return scan_kimi;
     default: return NULL;
     }
 }
