@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 import regex
 
@@ -63,6 +64,7 @@ class Pipeline:
     expand: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
+    _expand_from: int = 0  # the lowest synthetic id (set on creation)
 
     def __post_init__(self) -> None:
         """Added tokens matched in normalized text are looked for (and decode) normalized, as
@@ -74,6 +76,7 @@ class Pipeline:
                 match = run_normalizers(self.normalizers, a.content, True)[0]
             added.append(replace(a, match=match))
         object.__setattr__(self, "added", tuple(added))
+        object.__setattr__(self, "_expand_from", min(self.expand, default=0))
 
     def decoded(self, added: AddedLiteral) -> bytes:
         return added.match.encode("utf-8") if added.decoded is None else added.decoded
@@ -101,7 +104,7 @@ class Pipeline:
 
     def _expanded(self, ids: list[int]) -> list[int]:
         expand = self.expand
-        if not expand or not ids or max(ids) < min(expand):
+        if not expand or not ids or max(ids) < self._expand_from:
             return ids
         out: list[int] = []
         for i in ids:
@@ -144,8 +147,29 @@ def _matcher(tokens: list[AddedLiteral]) -> _Matcher:
     if not tokens:
         return None
     by_content = {t.match: t for t in tokens if t.match}
-    ordered = sorted(by_content, key=lambda s: (-len(s), s))  # leftmost, then longest
-    return re.compile("|".join(map(re.escape, ordered))), by_content
+    return re.compile(literal_trie(sorted(by_content))), by_content
+
+
+def literal_trie(literals: list[str]) -> str:
+    """A regex matching the longest of `literals` that starts at a position: the literals as a
+    trie (a node's longer continuations tried before it ends), so a search costs a walk down the
+    trie, not a try of every literal (Gemma has 6,414 added tokens)."""
+    root: dict[str, Any] = {}
+    for lit in literals:
+        node = root
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def walk(node: dict[str, Any]) -> str:
+        ends = "" in node
+        branches = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
+        return body + "?" if ends else body
+
+    return walk(root)
 
 
 def _is_word(c: str) -> bool:

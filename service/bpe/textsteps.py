@@ -3,8 +3,9 @@
 A normalizer maps a stretch of text to text and says whether the result still begins at the
 original's first character (what `prepend_scheme: first` asks: a leading strip moves it). A
 pre-tokenizer step maps one piece to pieces; steps run in order, each on every piece the previous
-step made; empty pieces are dropped, as the reference drops them. A piece is `(text, at_start)`,
-`at_start` telling whether it begins at the very start of the caller's text.
+step made; empty pieces are dropped, as the reference drops them. A step is told whether its piece
+begins at the very start of the caller's text (`at_start`) and answers with its pieces and whether
+the first of them begins where its piece began.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from typing import Literal
 import regex
 
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
-Piece = tuple[str, bool]
 Normalize = Callable[[str, bool], tuple[str, bool]]
-PreTokenize = Callable[[str, bool], list[Piece]]
+PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
 
 # Hugging Face's ByteLevel regex (GPT-2's), and Rust's char classes in `regex` syntax
 BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -120,11 +120,40 @@ def _combine(spans: list[tuple[int, int, bool]], behavior: Behavior) -> list[tup
 
 
 def split(pattern: str, behavior: Behavior, *, is_regex: bool, invert: bool) -> PreTokenize:
-    matcher = regex.compile(pattern if is_regex else regex.escape(pattern))
+    source = pattern if is_regex else regex.escape(pattern)
+    matcher = regex.compile(source)
+    fast = _isolating(source) if behavior == "isolated" and matcher.groups == 0 else None
 
-    def pre_tokenize(text: str, at_start: bool) -> list[Piece]:
-        cuts = _combine(_spans(text, matcher, invert), behavior)
-        return [(text[a:b], at_start and a == 0) for a, b in cuts if b > a]
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        if fast is not None:
+            parts = fast(text)  # gaps and matches alternate; a match is never empty here
+            if all(parts[1::2]):
+                return [p for p in parts if p], True
+        cuts = [(a, b) for a, b in _combine(_spans(text, matcher, invert), behavior) if b > a]
+        return [text[a:b] for a, b in cuts], bool(cuts) and cuts[0][0] == 0
+
+    return pre_tokenize
+
+
+def _isolating(source: str) -> Callable[[str], list[str]] | None:
+    """`regex.split` with the whole pattern captured: the `isolated` cut at C speed, exact
+    whenever no match is empty (the reference skips empty matches; the caller checks)."""
+    try:
+        wrapped = regex.compile(f"({source})")
+    except regex.error:
+        return None
+    split_all: Callable[[str], list[str]] = wrapped.split
+    return split_all
+
+
+def matches(pattern: str) -> PreTokenize:
+    """A file's `pattern` (format v1's meaning, tiktoken's): the pieces are its matches, text no
+    match covers is dropped."""
+    findall = regex.compile(pattern).findall
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        found = [p for p in findall(text) if p]
+        return found, bool(found) and text.startswith(found[0])
 
     return pre_tokenize
 
@@ -132,10 +161,10 @@ def split(pattern: str, behavior: Behavior, *, is_regex: bool, invert: bool) -> 
 def byte_level(*, add_prefix_space: bool, use_regex: bool) -> PreTokenize:
     splitter = split(BYTE_LEVEL_REGEX, "isolated", is_regex=True, invert=False)
 
-    def pre_tokenize(text: str, at_start: bool) -> list[Piece]:
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         if add_prefix_space and not text.startswith(" "):
             text = " " + text
-        return splitter(text, at_start) if use_regex else [(text, at_start)]
+        return splitter(text, at_start) if use_regex else ([text], True)
 
     return pre_tokenize
 
@@ -144,13 +173,13 @@ def metaspace(replacement: str, scheme: Literal["first", "always", "never"], *,
               split_pieces: bool) -> PreTokenize:  # fmt: skip
     splitter = split(replacement, "merged_with_next", is_regex=False, invert=False)
 
-    def pre_tokenize(text: str, at_start: bool) -> list[Piece]:
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         text = text.replace(" ", replacement)
         if not text.startswith(replacement) and (
             scheme == "always" or (scheme == "first" and at_start)
         ):
             text = replacement + text
-        return splitter(text, at_start) if split_pieces else [(text, at_start)]
+        return splitter(text, at_start) if split_pieces else ([text], True)
 
     return pre_tokenize
 
@@ -178,7 +207,13 @@ def run_normalizers(steps: Sequence[Normalize], text: str, origin: bool) -> tupl
 
 
 def run_pre_tokenizers(steps: Sequence[PreTokenize], text: str, at_start: bool) -> list[str]:
-    pieces: list[Piece] = [(text, at_start)] if text else []
+    pieces = [text] if text else []
     for step in steps:
-        pieces = [out for p, first in pieces for out in step(p, first) if out[0]]
-    return [p for p, _ in pieces]
+        out: list[str] = []
+        for i, piece in enumerate(pieces):
+            got, starts = step(piece, at_start and i == 0)
+            if i == 0:
+                at_start = at_start and starts and bool(got)
+            out += got
+        pieces = out
+    return pieces

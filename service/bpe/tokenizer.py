@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
-from service.bpe.pipeline import Pipeline
+from service.bpe.pipeline import Pipeline, literal_trie
 from service.bpe.vocab import Vocabulary
 from service.errors import (
     DisallowedSpecialError,
@@ -253,4 +253,4 @@ def _refuse_surrogates(text: str) -> None:
 @lru_cache(maxsize=256)
 def _finder(literals: frozenset[str]) -> re.Pattern[str]:
     """A regex that finds any of the literals, the longest first where several start together."""
-    return re.compile("|".join(map(re.escape, sorted(literals, key=lambda s: (-len(s), s)))))
+    return re.compile(literal_trie(sorted(literals)))

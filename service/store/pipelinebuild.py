@@ -61,8 +61,8 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
         normalizers.insert(0, textsteps.unicode_form(tf.normalization))
     if tf.pre_tokenizers is not None:
         pre = [_pre_tokenizer(p) for p in tf.pre_tokenizers]
-    elif tf.pattern is not None:
-        pre = [textsteps.split(tf.pattern, "isolated", is_regex=True, invert=False)]
+    elif tf.pattern is not None:  # v1's meaning: the matches, what none covers dropped
+        pre = [textsteps.matches(tf.pattern)]
     else:
         pre = []
     added = [AddedLiteral(t, i, special=True) for t, i in tf.special_tokens.items()]

@@ -129,3 +129,13 @@ def test_playground_setting_off(registry: Registry) -> None:
         assert client.post("/v1/playground/explain", json=inline).status_code in (404, 405)
         # the explain route of the API stays
         assert client.post("/v1/tokenizers/gpt2/explain", json={"text": "hi"}).status_code == 200
+
+
+def test_explain_refuses_a_tokenizer_json_pipeline_it_cannot_replay(server: Server) -> None:
+    """A format v2 tokenizer (its own pre-tokenizers and added tokens) is refused with a 422,
+    never explained with steps that would not end on encode's ids; encode still serves it."""
+    doc = problem(post(server, "/v1/tokenizers/deepseek-v3/explain", {"text": "Hi 123"}), 422,
+                  "invalid-input")  # fmt: skip
+    assert "deepseek-v3@1" in doc["detail"]
+    encoded = post(server, "/v1/tokenizers/deepseek-v3/encode", {"text": "Hi 123"})
+    assert encoded.status_code == 200 and encoded.json()["count"] > 0

@@ -330,3 +330,61 @@ def test_ignore_merges_on_a_trained_file_is_refused(tmp_path: Path) -> None:
     source.write_text(json.dumps(doc))
     with pytest.raises(UnsupportedComponentError, match="tiktoken-converted"):
         from_tokenizer_json(source)
+
+
+def test_the_api_adds_bos_only_when_asked(tmp_path: Path) -> None:
+    """encode and count over the app: the template's ids come only with `add_special_tokens`,
+    as the reference's `encode(add_special_tokens=True)` gives them; its pieces are literals."""
+    from litestar.testing import TestClient  # noqa: PLC0415
+
+    from service.api.app import create_app  # noqa: PLC0415
+    from service.settings import Settings  # noqa: PLC0415
+
+    tok = sentencepiece_bpe()
+    tok.add_special_tokens(["<bos>"])
+    doc = json.loads(tok.to_str())
+    bos = tok.token_to_id("<bos>")
+    doc["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                   {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [],
+        "special_tokens": {"<bos>": {"id": "<bos>", "ids": [bos], "tokens": ["<bos>"]}},
+    }  # fmt: skip
+    tok = Tokenizer.from_str(json.dumps(doc))
+    next(served(tmp_path, tok))  # writes the store
+    registry = load_store([tmp_path / "store"], engine_factory("auto"))
+    text = "Hello there"
+    with TestClient(create_app(Settings(playground=False), registry)) as client:
+        plain = client.post("/v1/tokenizers/t/encode", json={"text": text}).json()
+        asked = client.post("/v1/tokenizers/t/encode", json={
+            "text": text, "add_special_tokens": True, "pieces": True,
+            "offsets": "codepoints"}).json()  # fmt: skip
+        both = {"texts": [text, ""], "add_special_tokens": True}
+        counted = client.post("/v1/tokenizers/t/count", json=both).json()
+    assert plain["ids"] == tok.encode(text, add_special_tokens=False).ids
+    assert asked["ids"] == tok.encode(text).ids == [bos, *plain["ids"]]
+    assert asked["pieces"][0] == "<bos>" and asked["offsets"][0] == [0, 0]
+    assert counted["counts"] == [len(tok.encode(text).ids), len(tok.encode("").ids)]
+
+
+def test_a_v2_pattern_keeps_the_v1_meaning(tmp_path: Path) -> None:
+    """Without pre_tokenizers, a v2 file's `pattern` cuts as v1's does (text no match covers is
+    dropped): the v2 pipeline and the v1 engine give the same ids."""
+    import msgspec  # noqa: PLC0415
+
+    from service.store.fileformat import parse  # noqa: PLC0415
+
+    v1 = parse((Path(__file__).parents[2] / "tokenizers_store" / "bard" / "1.json").read_bytes())
+    v1 = msgspec.structs.replace(v1, pattern=r"\p{L}+", name="v1")
+    v2 = msgspec.structs.replace(v1, name="v2", format_version=2, added_tokens=[])
+    for tf in (v1, v2):
+        add_to_store(tmp_path / "store", tf)
+    for engine in ("auto", "python"):
+        registry = load_store([tmp_path / "store"], engine_factory(engine))  # type: ignore[arg-type]
+        old, new = registry.resolve("v1").tokenizer, registry.resolve("v2").tokenizer
+        assert new.pipeline is not None and old.pipeline is None
+        for text in TEXTS:
+            assert new.encode(text, disallowed_special=frozenset()) == old.encode(
+                text, disallowed_special=frozenset()
+            )

@@ -56,6 +56,9 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResp
     extras = [
         token_pieces.extras(tokenizer.tokenizer, ids, data.pieces, data.offsets) for ids in results
     ]
+    if data.add_special_tokens:
+        framed = [_framed(tokenizer, ids, ex) for ids, ex in zip(results, extras, strict=True)]
+        results, extras = [f[0] for f in framed], [f[1] for f in framed]
     if data.text is not None:
         answer = EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0],
                                 count=len(results[0]), pieces=extras[0][0],
@@ -68,9 +71,30 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest) -> EncodeResp
     return answer
 
 
+def _framed(tokenizer: LoadedTokenizer, ids: list[int], extras: Any) -> Any:
+    """`ids` with the model's template ids around them; their pieces are their literals and
+    their offsets empty, at the start or the end of the text."""
+    pipeline = tokenizer.tokenizer.pipeline
+    if pipeline is None or not (pipeline.prefix or pipeline.suffix):
+        return ids, extras
+    before, after = list(pipeline.prefix), list(pipeline.suffix)
+    pieces, offsets = extras
+    if pieces is not None:
+        head = token_pieces.extras(tokenizer.tokenizer, before, True, "none")[0] or []
+        tail = token_pieces.extras(tokenizer.tokenizer, after, True, "none")[0] or []
+        pieces = [*head, *pieces, *tail]
+    if offsets is not None:
+        end = offsets[-1][1] if offsets else 0
+        offsets = [*([(0, 0)] * len(before)), *offsets, *([(end, end)] * len(after))]
+    return [*before, *ids, *after], (pieces, offsets)
+
+
 async def counted(tokenizer: LoadedTokenizer, data: CountRequest) -> CountResponse:
     """What count answers for `data` (shared as `encoded` is)."""
     texts, counts = await _per_text(data, tokenizer.tokenizer.count)
+    pipeline = tokenizer.tokenizer.pipeline
+    if data.add_special_tokens and pipeline is not None:
+        counts = [c + len(pipeline.prefix) + len(pipeline.suffix) for c in counts]
     total = sum(counts)
     if data.text is not None:
         answer = CountResponse(tokenizer=ref_of(tokenizer), count=counts[0])

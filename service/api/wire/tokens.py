@@ -77,6 +77,14 @@ class TextsRequest(RequestBody, frozen=True):
         msgspec.field(default_factory=list)
     )
     disallowed_special: Annotated[SpecialList, doc(_DISALLOWED, "all", [])] = "all"
+    add_special_tokens: Annotated[
+        bool,
+        doc(
+            "also put the model's BOS/EOS ids around each text, as its tokenizer.json's "
+            "post-processor does (tokenizers imported from one; no effect on others); never "
+            "implied, so counts stay those of the text alone unless asked"
+        ),
+    ] = False
 
     def size(self) -> tuple[int, int]:
         return (1 if self.texts is None else len(self.texts)), 0
