@@ -70,10 +70,13 @@ def warn(failure: object) -> None:
     print(f"toksvc: warning: {failure}", file=sys.stderr)
 
 
-def load(args: argparse.Namespace, only: str | None = None) -> Registry:
+def load(
+    args: argparse.Namespace, only: str | None = None, *, first_use: bool | None = None
+) -> Registry:
     """The registry of the stores a reading command serves (only the versions of the name
-    `only`, if given), with the engines the settings ask for."""
-    return runtime.load_registry(args.settings, stores(args), only=only)
+    `only`, if given), with the engines the settings ask for; `first_use` overrides the
+    settings' choice of building on first use."""
+    return runtime.load_registry(args.settings, stores(args), only=only, first_use=first_use)
 
 
 def registry(args: argparse.Namespace, only: str | None = None) -> Registry:

@@ -42,7 +42,9 @@ def add_commands(
     )
     _naming_args(p)
     p.add_argument(
-        "--pattern", default="gpt2", help="a preset (gpt2, cl100k, o200k, qwen2), a regex, or none"
+        "--pattern",
+        default="gpt2",
+        help=f"a preset ({', '.join(presets.PATTERNS)}), a regex, or none",
     )
     p.add_argument("--special", action="append", default=[], help="a special token literal")
     p.add_argument("--min-frequency", type=int, default=2)
@@ -52,13 +54,16 @@ def add_commands(
 
     help_ = "import a tokenizer, a model profile or a price file into a store"
     p = sub.add_parser("import", parents=[writing], help=help_)
-    p.add_argument("kind", choices=["tiktoken", "hf", "gpt2", "model", "prices"])
+    p.add_argument(
+        "kind", choices=["tiktoken", "tekken", "sentencepiece", "hf", "gpt2", "model", "prices"]
+    )
     p.add_argument(
         "files",
         nargs="+",
         type=Path,
-        help="tiktoken: FILE.tiktoken; hf: tokenizer.json; gpt2: encoder.json vocab.bpe; "
-        "model: PROFILE.json; prices: PRICES.json (docs/format.md)",
+        help="tiktoken: FILE.tiktoken; tekken: tekken.json; sentencepiece: tokenizer.model; "
+        "hf: tokenizer.json; gpt2: encoder.json vocab.bpe; model: PROFILE.json; prices: "
+        "PRICES.json (docs/format.md)",
     )
     p.add_argument("--name", help="the tokenizer's name (a profile or price file names itself)")
     p.add_argument("--version", help="the tokenizer's version")
@@ -161,7 +166,7 @@ def _wrote(store: Path, entry: ManifestEntry) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    registry = cli_options.load(args)
+    registry = cli_options.load(args, first_use=False)  # every file validated and built
     for t in registry:
         consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.defined_ids:>7} ids  {consistent}")
@@ -183,6 +188,5 @@ def _list(args: argparse.Namespace) -> int:
     registry = cli_options.registry(args)
     for t in registry:
         mark = "*" if t.is_default else " "
-        ids = t.tokenizer.defined_ids
-        print(f"{mark} {t.ref:28} {t.rule:5} {ids:>7} ids  sha256:{t.sha256[:16]}")
+        print(f"{mark} {t.ref:28} {t.rule:5} {t.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
     return 0 if registry.complete else 1

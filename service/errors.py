@@ -281,6 +281,18 @@ class TokenizerNotFoundError(_NotFoundError):
     kind, title, what = "unknown-tokenizer", "Unknown tokenizer", "tokenizer"
 
 
+class TokenizerUnavailableError(ToksvcError):
+    """A listed tokenizer whose file failed its full check when first used (load on first use)."""
+
+    kind, title = "tokenizer-unavailable", "Tokenizer unavailable"
+    fact_names = ("tokenizer",)
+
+    def __init__(self, tokenizer: str, reason: str) -> None:
+        self.tokenizer = tokenizer
+        super().__init__(f"tokenizer {tokenizer} is listed but could not be built: {reason}; "
+                         "run `toksvc verify` and restore or re-import the file")  # fmt: skip
+
+
 class NotReadyError(ToksvcError):
     """Nothing to serve yet, or (`failures`) a store that loaded only in part."""
 

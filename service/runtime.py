@@ -54,14 +54,20 @@ def text_cache(settings: Settings) -> TextCache | None:
 
 
 def load_registry(
-    settings: Settings, stores: Sequence[Path] | None = None, *, only: str | None = None
+    settings: Settings,
+    stores: Sequence[Path] | None = None,
+    *,
+    only: str | None = None,
+    first_use: bool | None = None,
 ) -> Registry:
     """The registry the service runs on (`settings.stores`, or `stores`), with the engines and
-    caches the settings ask for; `only` loads the versions of one name."""
+    caches the settings ask for; `only` loads the versions of one name; each tokenizer is built
+    on its first use (`settings.build_on_first_use`, or `first_use`), else all at once."""
     native.configure_piece_cache(settings.piece_cache_bytes)
     return load_store(
         settings.stores if stores is None else stores,
         engine_factory(settings.engine, settings.piece_cache_size),
         only=only,
         text_cache=text_cache(settings),
+        first_use=settings.build_on_first_use if first_use is None else first_use,
     )

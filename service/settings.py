@@ -72,6 +72,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_prompt_ids: Positive = 64  # prompt ids a stream is primed with
     max_stream_message_bytes: Positive = 1024 * 1024  # one NDJSON line or WebSocket message
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
+    # start-up checks hashes and heads; each tokenizer is built when first used (off: all at once)
+    build_on_first_use: bool = True
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")
     max_output_bytes: Positive = 16 * 1024 * 1024  # decoded bytes one decode request may produce

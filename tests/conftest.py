@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
 from service.bpe import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
 from service.store.registry import Registry, load_store
 from tests.serverproc import Server, start_server, stop_server
-from tests.testdata import tiktoken_ranks
+from tests.testdata import tiktoken_ranks, vocab_file
 
 # shipped tokenizer -> the .tiktoken file it must match exactly
 TIKTOKEN_SOURCES = {
@@ -25,6 +26,9 @@ TIKTOKEN_SOURCES = {
     "o200k_base": "o200k_base",
     "qwen2": "qwen",
     "qwen3": "qwen",
+    "qwen3.6": "qwen3_6",
+    "phi-4": "cl100k_base",
+    "tekken": "tekken_240911.json",  # a tekken file: its ranks as mistral-common loads them
 }
 
 
@@ -59,13 +63,30 @@ def tiktoken_oracle(registry: Registry, name: str):  # type: ignore[no-untyped-d
     """tiktoken's Encoding built from the same source file, pattern and special tokens."""
     if name not in _oracles:
         loaded = registry.resolve(name)
+        source = TIKTOKEN_SOURCES[name]
+        ranks = tekken_ranks(source) if source.endswith(".json") else tiktoken_ranks(source)
         _oracles[name] = tiktoken.Encoding(
             f"oracle_{name}",
             pat_str=loaded.pattern,
-            mergeable_ranks=tiktoken_ranks(TIKTOKEN_SOURCES[name]),
+            mergeable_ranks=ranks,
             special_tokens=loaded.tokenizer.special_tokens,
         )
     return _oracles[name]
+
+
+def tekken(name: str):  # type: ignore[no-untyped-def]
+    """mistral-common's own tokenizer for a tekken file in tests/data/vocab."""
+    if name not in _oracles:
+        _oracles[name] = Tekkenizer.from_file(vocab_file(name))
+    return _oracles[name]
+
+
+def tekken_ranks(name: str) -> dict[bytes, int]:
+    """The ranks mistral-common's tiktoken runs on, moved up by its special-token offset (the ids
+    it returns): the same merges, so tiktoken with these gives mistral-common's ids."""
+    oracle = tekken(name)
+    offset = oracle.num_special_tokens
+    return {token: rank + offset for token, rank in oracle._tekken_token2id_nospecial.items()}
 
 
 @pytest.fixture
@@ -73,7 +94,11 @@ def store(tmp_path: Path) -> Path:
     """A copy of the bundled store with the small tokenizers only (fast to load), and no models
     (their tokenizers are left out)."""
     copy = tmp_path / "store"
-    shutil.copytree(BUNDLED_STORE, copy, ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*"))
+    shutil.copytree(
+        BUNDLED_STORE,
+        copy,
+        ignore=shutil.ignore_patterns("o200k*", "qwen*", "cl*", "phi*", "tekken*", "deepseek*"),
+    )
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest["tokenizers"] = [e for e in manifest["tokenizers"] if (copy / e["path"]).exists()]
     manifest["models"] = manifest["prices"] = []

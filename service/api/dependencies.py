@@ -8,6 +8,9 @@
 `{ref}` names in it, or the tokenizer of the model it names (404 naming the loaded ones
 otherwise).
 
+A tokenizer not used yet in this worker is built (service.store.firstuse) in a worker thread
+before the handler runs (`ready`), so a first use never blocks the event loop.
+
 `worker` is known when the app is built, so it is a cached value (nothing to resolve per
 request); `registry` and `tokenizer` each read it, so a handler's dependencies form a chain that
 Litestar resolves one after another. Settings are read through `worker` rather than being a
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+import anyio.to_thread
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath
 
@@ -35,9 +39,16 @@ def provide_registry(worker: WorkerDep) -> Registry:
     return worker.serving()
 
 
-def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
+async def provide_tokenizer(worker: WorkerDep, ref: FromPath[str]) -> LoadedTokenizer:
     """`{ref}` names a tokenizer, or a model (whose tokenizer the answer's `tokenizer` names)."""
-    return worker.serving().tokenizer_for(ref)
+    return await ready(worker.serving().tokenizer_for(ref))
+
+
+async def ready(tokenizer: LoadedTokenizer) -> LoadedTokenizer:
+    """The tokenizer, built first (off the event loop) if this is its first use."""
+    if tokenizer.built.built is None:
+        await anyio.to_thread.run_sync(tokenizer.built.get)
+    return tokenizer
 
 
 def dependencies(worker: Worker) -> dict[str, Provide]:
@@ -49,7 +60,7 @@ def dependencies(worker: Worker) -> dict[str, Provide]:
     return {
         "worker": Provide(provide_worker, use_cache=True, sync_to_thread=False),
         "registry": Provide(provide_registry, sync_to_thread=False),
-        "tokenizer": Provide(provide_tokenizer, sync_to_thread=False),
+        "tokenizer": Provide(provide_tokenizer),
     }
 
 

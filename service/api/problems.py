@@ -36,6 +36,7 @@ STATUS: dict[type[e.ToksvcError], int] = {
     e.ReloadRefusedError: 409,
     e.ReloadInconsistentError: 409,
     e.NotReadyError: 503,
+    e.TokenizerUnavailableError: 503,
     e.TooManyStreamsError: 503,
     e.TooManyLargeRequestsError: 503,
     e.TooManyTrainingsError: 503,

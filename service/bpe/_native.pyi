@@ -9,6 +9,10 @@ SCAN_GPT2: int
 SCAN_CL100K: int
 SCAN_O200K: int
 SCAN_QWEN2: int
+SCAN_LLAMA3: int
+SCAN_TEKKEN: int
+SCAN_QWEN35: int
+SCAN_KIMI: int
 
 class Engine:
     def __init__(

@@ -1,6 +1,7 @@
 """The native engine: the C extension `service.bpe._native` behind the `Engine` protocol.
 
-The shipped patterns (GPT-2/r50k/p50k, cl100k, o200k, Qwen2) are split by hand-written C scanners
+The shipped patterns (GPT-2/r50k/p50k, cl100k, o200k, Qwen2, Llama 3/Phi-4, tekken, Qwen3.5,
+Kimi K2) are split by hand-written C scanners
 whose Unicode classes were probed from tiktoken (see service/bpe/csrc/gen_unicode_tables.py); any
 other pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules
 run in C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
@@ -38,6 +39,10 @@ SCANNERS: dict[str, int] = (
         "cl100k": _native.SCAN_CL100K,
         "o200k": _native.SCAN_O200K,
         "qwen2": _native.SCAN_QWEN2,
+        "llama3": _native.SCAN_LLAMA3,
+        "tekken": _native.SCAN_TEKKEN,
+        "qwen3.5": _native.SCAN_QWEN35,
+        "kimi": _native.SCAN_KIMI,
     }
     if _native is not None
     else {}

@@ -17,7 +17,9 @@ from service.store.presets import PATTERNS
 log = logging.getLogger("toksvc")
 
 # a shipped pattern -> the name of the C scanner that splits exactly as it does
-SCANNER_OF: dict[str, str] = {pattern: name for name, pattern in PATTERNS.items()}
+SCANNER_OF: dict[str, str] = {
+    pattern: name for name, pattern in PATTERNS.items() if name in native.SCANNERS
+}
 
 
 def native_engine(vocab: Vocabulary, pattern: str | None) -> Engine | None:

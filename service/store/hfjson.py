@@ -21,8 +21,11 @@ _BYTE_TOKEN = "<0x{:02X}>"
 
 
 def from_tokenizer_json(path: Path) -> Found:
-    where = str(path)
-    doc = read_json(path)
+    return from_tokenizer_doc(read_json(path), str(path), source_note(path))
+
+
+def from_tokenizer_doc(doc: Any, where: str, source: str) -> Found:
+    """A parsed tokenizer.json (or one built in memory: service.store.spimport)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise StoreError(where, "model: missing; not a Hugging Face tokenizer.json")
     model: dict[str, Any] = doc["model"]
@@ -68,7 +71,7 @@ def from_tokenizer_json(path: Path) -> Found:
         found = _pairs(vocab, merges, token_bytes, where, fallback=fallback)  # type: ignore[arg-type]
     v2 = {"normalizers": normalizers, "pre_tokenizers": pre, "added_tokens": added,
           "decoder": decoder or None, "template": template}  # fmt: skip
-    return Found(found.rule, found.merges, None, "none", {}, source_note(path),
+    return Found(found.rule, found.merges, None, "none", {}, source,
                  found.byte_ids, found.tokens, v2=v2,
                  byte_fallback=found.byte_fallback)  # fmt: skip
 

@@ -1,10 +1,11 @@
 """Adding tokenizers, model profiles and price files to a user's store: which store is written
-(never the bundled one), which
-importer reads which files (tiktoken rank files: `rankfile`; Hugging Face `tokenizer.json` and
-GPT-2's `encoder.json` + `vocab.bpe`: `bytelevel`), what a preset brings, what the user's words
-add (description, license), and the file a trained model becomes. `add_to_store` validates each
-file before writing it; a model profile or price file is checked as the loader checks it and
-kept byte for byte. Every failure is a `StoreError` naming the file and the field.
+(never the bundled one), which importer reads which files (tiktoken rank files: `rankfile`;
+Mistral's tekken files: `tekkenfile`; SentencePiece models: `spimport`; Hugging Face
+`tokenizer.json` and GPT-2's `encoder.json` + `vocab.bpe`: `bytelevel`, `hfjson`), what a preset
+brings, what the user's words add (description, license), and the file a trained model becomes.
+`add_to_store` validates each file before writing it; a model profile or price file is checked
+as the loader checks it and kept byte for byte. Every failure is a `StoreError` naming the file
+and the field.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from service.store.modelfile import parse_model, parse_prices
 from service.store.presets import GPT2_PATTERN, PRESETS, resolve_pattern
 from service.store.rankfile import from_tiktoken
 from service.store.sources import Found, Naming, read_source, source_note
+from service.store.spimport import from_sentencepiece
+from service.store.tekkenfile import from_tekken
 
-ImportKind = Literal["tiktoken", "hf", "gpt2"]
-FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "hf": 1, "gpt2": 2}
+ImportKind = Literal["tiktoken", "tekken", "sentencepiece", "hf", "gpt2"]
+FILES_PER_KIND: dict[str, int] = {"tiktoken": 1, "tekken": 1, "sentencepiece": 1, "hf": 1,
+                                  "gpt2": 2}  # fmt: skip
 
 
 def target_store(named: Path | None, stores: Sequence[Path], *, read_only: Path) -> Path:
@@ -53,8 +57,9 @@ def import_files(
     """Import `files` of one kind. `preset` (a name in PRESETS) gives the pattern, special tokens
     and normalization of a known encoding; `pattern` (a preset pattern name, a regex, or `none`)
     overrides its pattern. A Hugging Face file brings its own special tokens and normalization,
-    and its own pattern unless one is chosen (by `pattern` or the preset); GPT-2's files are
-    unnormalized, split by GPT-2's pattern unless one is chosen."""
+    and its own pattern unless one is chosen (by `pattern` or the preset), and so does a tekken
+    file (it has no normalization); GPT-2's files are unnormalized, split by GPT-2's pattern
+    unless one is chosen."""
     if len(files) != FILES_PER_KIND[kind]:
         raise StoreError(kind, f"import {kind} takes {FILES_PER_KIND[kind]} file(s), got "
                                f"{len(files)}")  # fmt: skip
@@ -64,6 +69,12 @@ def import_files(
     if kind == "tiktoken":
         found = from_tiktoken(files[0], pattern=chosen, special_tokens=specials,
                               normalization=known.normalization if known else "none")  # fmt: skip
+    elif kind == "tekken":
+        found = from_tekken(files[0])
+        if chosen is not None:
+            found = msgspec.structs.replace(found, pattern=chosen)
+    elif kind == "sentencepiece":
+        found = from_sentencepiece(files[0])
     elif kind == "gpt2":
         found = from_gpt2(files[0], files[1], pattern=chosen or GPT2_PATTERN,
                           special_tokens=specials)  # fmt: skip

@@ -1,4 +1,5 @@
-"""Importing a tiktoken rank file (`base64(token) rank` per line) as a `ranks` tokenizer."""
+"""Importing ranks (tiktoken's `base64(token) rank` lines, or any bytes -> rank table) as a
+`ranks` tokenizer."""
 
 from __future__ import annotations
 
@@ -22,11 +23,7 @@ def from_tiktoken(
     special_tokens: Mapping[str, int],
     normalization: Normalization = "none",
 ) -> Found:
-    """A `ranks` tokenizer from a `.tiktoken` file (`base64(token) rank` per line).
-
-    Every multi-byte token becomes a merge of the two parts that tiktoken's own rule leaves when
-    only lower ranks may merge; a token with no such split keeps its bytes in `tokens`.
-    """
+    """A `ranks` tokenizer from a `.tiktoken` file (`base64(token) rank` per line)."""
     ranks: dict[bytes, int] = {}
     for lineno, line in enumerate(read_source(path).splitlines(), 1):
         if not line.strip():
@@ -36,6 +33,24 @@ def from_tiktoken(
             ranks[base64.b64decode(token_b64, validate=True)] = int(rank_text)
         except (ValueError, binascii.Error):
             raise StoreError(str(path), f"line {lineno} is not `base64 rank`") from None
+    return from_ranks(path, ranks, pattern=pattern, special_tokens=special_tokens,
+                      normalization=normalization, source=source_note(path))  # fmt: skip
+
+
+def from_ranks(
+    path: Path,
+    ranks: Mapping[bytes, int],
+    *,
+    pattern: str | None,
+    special_tokens: Mapping[str, int],
+    normalization: Normalization,
+    source: str,
+) -> Found:
+    """A `ranks` tokenizer from token bytes -> rank (the rank is the id).
+
+    Every multi-byte token becomes a merge of the two parts that tiktoken's own rule leaves when
+    only lower ranks may merge; a token with no such split keeps its bytes in `tokens`.
+    """
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise StoreError(str(path), f"no rank for the single byte(s) {missing[:8]}")
@@ -61,5 +76,5 @@ def from_tiktoken(
             extra.append((rank, token.hex()))
         known[token] = rank
     byte_ids = [ranks[bytes([b])] for b in range(256)]
-    found = Found("ranks", merges, pattern, normalization, dict(special_tokens), source_note(path))
+    found = Found("ranks", merges, pattern, normalization, dict(special_tokens), source)
     return msgspec.structs.replace(found, byte_ids=byte_ids, tokens=extra)

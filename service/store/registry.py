@@ -1,10 +1,11 @@
 """Loading stores into a registry of verified tokenizers, and resolving `name[@version]`.
 
 Loading checks each file's sha256 against the manifest before parsing it, then validates and
-builds it. A file that fails stays unloaded, with the reason kept in `Registry.failures`; the
-others load. Several stores may be served together (the bundled one and the user's, say): each
-owns its names, so a name found in a second store is a failure naming both manifests, and which
-version is a name's default is never in doubt.
+builds it, or with `first_use` parses its head only and builds it when it is first used
+(service.store.firstuse). A file that fails stays unloaded, with the reason kept in
+`Registry.failures`; the others load. Several stores may be served together (the bundled one and
+the user's, say): each owns its names, so a name found in a second store is a failure naming both
+manifests, and which version is a name's default is never in doubt.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from service.errors import (
 )
 from service.store.engines import default_engine
 from service.store.fileformat import Metadata, TokenizerFile, parse
+from service.store.firstuse import BuiltTokenizer, FirstUse, read_head
 from service.store.manifest import (
     MANIFEST,
     Loaded,
@@ -53,21 +56,38 @@ R = TypeVar("R")
 @dataclass(frozen=True, slots=True, eq=False)
 class LoadedTokenizer(Loaded):
     """A verified tokenizer with the facts the API lists about it (not the merge list itself):
-    its manifest entry's, and what its file says of it."""
+    its manifest entry's, and what its file says of it. The tokenizer itself is built at load or
+    on first use (`built`)."""
 
     rule: Rule
     pattern: str | None
     normalization: Normalization
     metadata: Metadata
-    tokenizer: Tokenizer
-    self_consistent: bool
+    special_tokens: dict[str, int]
+    n_vocab: int
+    built: FirstUse
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer (built now if it was not yet; TokenizerUnavailableError if it fails)."""
+        return self.built.get().tokenizer
+
+    @property
+    def self_consistent(self) -> bool:
+        return self.built.get().self_consistent
+
+    @property
+    def known_self_consistent(self) -> bool | None:
+        """Without building: always for `ranks`; for `pairs` once built, else None."""
+        done = self.built.built
+        return True if self.rule == "ranks" else done.self_consistent if done else None
 
 
 @dataclass(slots=True)
 class Registry:
     tokenizers: dict[str, LoadedTokenizer] = field(default_factory=dict)  # by name@version
     defaults: dict[str, str] = field(default_factory=dict)  # name -> name@version
-    failures: list[StoreError] = field(default_factory=list)
+    failures: list[StoreError] = field(default_factory=list)  # appended to by first-use builds
     load_seconds: float = 0.0
     models: ModelTables = field(default_factory=ModelTables)
     # the store state loaded: one store's manifest sha256, or that of several stores' hashes
@@ -119,19 +139,22 @@ def load_store(
     *,
     only: str | None = None,
     text_cache: TextCache | None = None,
+    first_use: bool = False,
 ) -> Registry:
     """Load every manifest entry of one store, or of several in order (or only the versions of
     the name `only`).
 
     A broken manifest is one failure (its store adds nothing). `engine_factory` builds each
     vocabulary's engine (default: the reference). `text_cache`, if given, is shared by all
-    tokenizers (entries are keyed by each file's sha256).
+    tokenizers (entries are keyed by each file's sha256). `first_use`: check hashes and heads
+    now, build each tokenizer when it is first used.
     """
     factory = engine_factory or default_engine
     registry = Registry()
     started = time.perf_counter()
     owners: dict[str, Path] = {}  # name -> the store that has it
     shared = SharedVocabularies()  # files that differ only in special tokens share one
+    build_lock = threading.Lock()  # first-use builds, one at a time
     manifests: list[tuple[Path, Manifest]] = []
     hashes: list[str] = []
     for root in [store] if isinstance(store, Path) else store:
@@ -155,7 +178,11 @@ def load_store(
                 ))  # fmt: skip
                 continue
             try:
-                loaded = load_entry(root, entry, factory, text_cache, shared=shared)
+                if first_use:
+                    loaded = defer_entry(root, entry, factory, text_cache, shared=shared,
+                                         registry=registry, lock=build_lock)  # fmt: skip
+                else:
+                    loaded = load_entry(root, entry, factory, text_cache, shared=shared)
             except StoreError as exc:
                 registry.failures.append(exc)
                 continue
@@ -278,5 +305,33 @@ def build(
         nonspecial=tf.nonspecial_tokens,
         pipeline=pipeline_of(tf, known.expand),
     )
+    built = FirstUse.done(entry.ref, BuiltTokenizer(tokenizer, self_consistent))
     return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
-                           tokenizer, self_consistent)  # fmt: skip
+                           tokenizer.special_tokens, tokenizer.n_vocab, built)  # fmt: skip
+
+
+def defer_entry(
+    store: Path,
+    entry: ManifestEntry,
+    factory: EngineFactory,
+    text_cache: TextCache | None,
+    *,
+    shared: SharedVocabularies,
+    registry: Registry,
+    lock: threading.Lock,
+) -> LoadedTokenizer:
+    """The start-up half of first use (service.store.firstuse.read_head); the file is read,
+    verified again and built in full by load_entry when the tokenizer is first used."""
+    head = read_head(store, entry)
+
+    def build_now() -> BuiltTokenizer:
+        try:
+            loaded = load_entry(store, entry, factory, text_cache, shared=shared)
+        except StoreError as exc:
+            registry.failures.append(exc)
+            raise
+        return loaded.built.get()
+
+    return LoadedTokenizer(*entry.identity, head.rule, head.pattern, head.normalization,  # type: ignore[arg-type]
+                           head.metadata, head.all_special_tokens, head.n_vocab,
+                           FirstUse(entry.ref, build_now, lock))  # fmt: skip

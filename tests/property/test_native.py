@@ -68,7 +68,12 @@ def test_native_equals_the_reference_with_long_runs(
         assert fast.encode_ordinary(text) == expected
 
 
-@pytest.mark.parametrize("ref", SHIPPED)
+# qwen3.6's ranks do not qualify for backtrack.h (a token ranks before a part it is made from),
+# so it keeps merge.h's merging; the tests above compare it with tiktoken and the reference
+BACKTRACKED = [ref for ref in SHIPPED if ref != "qwen3.6"]
+
+
+@pytest.mark.parametrize("ref", BACKTRACKED)
 @SLOW_FIXTURES
 @given(data=st.data())
 def test_backtracking_merges_any_bytes_as_the_reference(

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 
-SHIPPED = ["bard@1", "bard@2", "cl100k_base", "gpt2", "o200k_base", "p50k_base", "qwen2", "qwen3"]
+SHIPPED = ["bard@1", "bard@2", "cl100k_base", "gpt2", "o200k_base", "p50k_base", "qwen2", "qwen3",
+           "qwen3.6", "phi-4", "tekken"]  # fmt: skip
 
 # text rich in what breaks tokenizers: emoji (ZWJ, skin tones), both forms of accented letters,
 # control characters, CJK, Devanagari, digits, whitespace runs, and special-token literals

@@ -37,7 +37,7 @@ def chunked(ids: list[int], cuts: list[int]) -> list[list[int]]:
     return [ids[a:b] for a, b in pairwise(bounds)]
 
 
-@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3"])
+@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3", "qwen3.6", "tekken"])
 @SETTINGS
 @given(data=st.data())
 def test_replace_mode_equals_one_shot(registry: Registry, ref: str, data: st.DataObject) -> None:
@@ -58,7 +58,7 @@ def test_replace_mode_equals_one_shot(registry: Registry, ref: str, data: st.Dat
         assert all("\ufffd" not in part for part in out)  # a split character is never replaced
 
 
-@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3"])
+@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3", "qwen3.6", "tekken"])
 @SETTINGS
 @given(data=st.data())
 def test_strict_mode_fails_exactly_when_one_shot_fails(

@@ -181,6 +181,8 @@ def test_command_line_examples(tmp_path: Path) -> None:
     inputs = {
         "cl100k_base.tiktoken": "cl100k_base.tiktoken",
         "tokenizer.json": "qwen3_tokenizer.json",
+        "tekken_240911.json": "tekken_240911.json",
+        "tokenizer.model": "mistral_instruct_tokenizer_241114.model.v7",
         "encoder.json": "encoder.json",
         "vocab.bpe": "vocab.bpe",
     }

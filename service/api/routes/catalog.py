@@ -14,12 +14,13 @@ def ref_of(t: LoadedTokenizer) -> TokenizerRef:
 
 
 def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
-    m = t.metadata
+    """What a file says of itself; `n_vocab` once the tokenizer is built (its first use)."""
+    m, built = t.metadata, t.built.built
     return TokenizerInfoResponse(
         name=t.name, version=t.version, ref=t.ref, default=t.is_default, sha256=t.sha256,
-        rule=t.rule, vocab_size=t.tokenizer.defined_ids, n_vocab=t.tokenizer.n_vocab,
-        special_tokens=t.tokenizer.special_tokens,
-        normalization=t.normalization, pattern=t.pattern, self_consistent=t.self_consistent,
+        rule=t.rule, vocab_size=t.n_vocab, n_vocab=built.tokenizer.n_vocab if built else None,
+        special_tokens=t.special_tokens,
+        normalization=t.normalization, pattern=t.pattern, self_consistent=t.known_self_consistent,
         description=m.description, source=m.source, license=m.license, created=m.created,
     )  # fmt: skip
 

@@ -32,6 +32,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems
+from service.api.dependencies import ready
 from service.api.routes import encoding
 from service.api.wire.bodies import decode_body, decoder_of, json_media_type
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
@@ -137,7 +138,7 @@ class HotPath:
         if body is not None:
             try:
                 data = decode_body(plan.decoder, body, worker.settings)
-                tokenizer = worker.serving().tokenizer_for(scope["path_params"]["ref"])
+                tokenizer = await ready(worker.serving().tokenizer_for(scope["path_params"]["ref"]))
             except Exception:  # whatever it is, the full path answers it
                 pass
             else:

@@ -19,7 +19,7 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, FromQuery
 
 from service.api import problems
-from service.api.dependencies import WorkerDep
+from service.api.dependencies import WorkerDep, ready
 from service.api.routes.stream_session import GONE, Failure, Received, StreamSession
 from service.api.traits import STREAMING
 from service.api.wire.info import ProblemResponse
@@ -49,7 +49,8 @@ async def decode_ws(
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        session = StreamSession(worker, worker.serving().resolve(ref), "websocket", errors=mode,
+        tokenizer = await ready(worker.serving().resolve(ref))
+        session = StreamSession(worker, tokenizer, "websocket", errors=mode,
                                 usage=metered, model=model,
                                 idle_seconds=worker.settings.ws_idle_seconds)  # fmt: skip
         await session.run(transport)

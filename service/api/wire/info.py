@@ -34,9 +34,10 @@ class TokenizerInfoResponse(ResponseBody, frozen=True):
         ),
     ]
     n_vocab: Annotated[
-        int,
+        int | None,
         Meta(
-            description="tiktoken's `n_vocab`: the highest id + 1, special tokens included",
+            description="tiktoken's `n_vocab`: the highest id + 1, special tokens included (null "
+            "in the list until the tokenizer's first use; describing one tokenizer builds it)",
             examples=[100277],
         ),
     ]
@@ -53,7 +54,11 @@ class TokenizerInfoResponse(ResponseBody, frozen=True):
     ]
     pattern: Annotated[str | None, doc("the pre-tokenization regular expression, if any")]
     self_consistent: Annotated[
-        bool, doc("whether every token's bytes encode to that token alone (always for `ranks`)")
+        bool | None,
+        doc(
+            "whether every token's bytes encode to that token alone (always for `ranks`); null "
+            "for a `pairs` tokenizer not used yet (tokenizers are built on first use)"
+        ),
     ]
     description: Annotated[str, doc("what this tokenizer is")]
     source: Annotated[str, doc("where the vocabulary came from")]

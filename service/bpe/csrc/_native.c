@@ -233,7 +233,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|p", kwlist, &rule, &tokens, &byte_ids,
                                      &triples, &scanner, &free_ids))
         return -1;
-    if (scanner < SCAN_NONE || scanner > SCAN_QWEN2) {
+    if (scanner < SCAN_NONE || scanner > SCAN_LAST) {
         PyErr_SetString(PyExc_ValueError, "unknown scanner");
         return -1;
     }
@@ -428,7 +428,11 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(m, "SCAN_GPT2", SCAN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_CL100K", SCAN_CL100K) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_O200K", SCAN_O200K) < 0 ||
-        PyModule_AddIntConstant(m, "SCAN_QWEN2", SCAN_QWEN2) < 0) {
+        PyModule_AddIntConstant(m, "SCAN_QWEN2", SCAN_QWEN2) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_LLAMA3", SCAN_LLAMA3) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_TEKKEN", SCAN_TEKKEN) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_QWEN35", SCAN_QWEN35) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_KIMI", SCAN_KIMI) < 0) {
         Py_DECREF(m);
         return NULL;
     }

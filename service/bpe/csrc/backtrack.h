@@ -114,7 +114,6 @@ static int bk_last_merge(const bytes_table *t, const uint8_t *s, size_t n, uint3
 static int bk_build_ranks(backtrack_t *b, const bytes_table *t) {
     uint32_t bounds[BK_MAX_TOKEN + 1], ranks[BK_MAX_TOKEN];
     if (bk_alloc(b)) return -1;
-    int qualifies = 1;
     for (uint32_t id = 0; id < b->ntok; id++) {
         const uint8_t *s = b->blob + b->off[id];
         size_t n = b->len[id], k;
@@ -123,12 +122,14 @@ static int bk_build_ranks(backtrack_t *b, const bytes_table *t) {
             b->left[id] = b->right[id] = id;
         } else if (bk_last_merge(t, s, n, bounds, ranks, &k)) {
             uint32_t l = bt_lookup(t, s, k), r = bt_lookup(t, s + k, n - k);
-            if (l >= id || r >= id) qualifies = 0; /* ranked before a part it is merged from */
+            /* ranked before a part it is merged from: it does not qualify (b->on stays 0), and
+               the trie is not worth building */
+            if (l >= id || r >= id) return 0;
             b->left[id] = l;
             b->right[id] = r;
         }
     }
-    return bk_index(b, qualifies);
+    return bk_index(b, 1);
 }
 
 /* The pairs vocabulary of `t` and its merges (left, right, new; `count` of them), once the caller

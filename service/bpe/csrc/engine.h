@@ -32,6 +32,10 @@ static scan_fn scanner_fn(int scanner) {
     case SCAN_CL100K: return scan_cl100k;
     case SCAN_O200K: return scan_o200k;
     case SCAN_QWEN2: return scan_qwen2;
+    case SCAN_LLAMA3: return scan_llama3;
+    case SCAN_TEKKEN: return scan_tekken;
+    case SCAN_QWEN35: return scan_qwen35;
+    case SCAN_KIMI: return scan_kimi;
     default: return NULL;
     }
 }

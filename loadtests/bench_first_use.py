@@ -1,0 +1,65 @@
+"""Start-up and memory of a worker with load on first use: a new process loads the bundled store
+as a worker does (hashes and heads only), then uses each tokenizer once, alone in its own new
+process: the first-use latency and what it adds to the RSS (the per-family figures of
+docs/scaling.md). Then the whole store built at once, for comparison.
+
+    python loadtests/bench_first_use.py            # medians of 3 processes per figure
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from service.settings import Settings
+from service.store.registry import listed_refs
+
+CODE = """
+import json, sys, time
+t = time.perf_counter()
+from service.settings import Settings
+from service.runtime import load_registry
+def rss():
+    s = dict(l.split(':', 1) for l in open('/proc/self/status'))
+    return int(s['VmRSS'].split()[0]) / 1024
+r = load_registry(Settings(), first_use=sys.argv[1] == 'lazy')
+assert not r.failures
+ready, base = time.perf_counter() - t, rss()
+out = {'ready_s': ready, 'rss_mb': base, 'n': len(r)}
+if len(sys.argv) > 2:
+    t, c = time.perf_counter(), time.process_time()
+    r.resolve(sys.argv[2]).tokenizer.encode('Hello, world')
+    out.update(first_use_s=time.perf_counter() - t, first_use_cpu_s=time.process_time() - c,
+               added_mb=rss() - base)
+print(json.dumps(out))
+"""
+
+
+def run(*args: str, runs: int = 3) -> dict[str, float]:
+    samples = []
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        samples.append(json.loads(done.stdout))
+    return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+
+
+def main() -> None:
+    load = os.getloadavg()[0]
+    lazy, eager = run("lazy"), run("eager")
+    print(f"load average {load:.1f} (2 cores shared: figures from a loaded machine)")
+    print(f"first use: {lazy['n']:.0f} tokenizers ready in {lazy['ready_s']:.2f} s, "
+          f"RSS {lazy['rss_mb']:.0f} MB")  # fmt: skip
+    print(f"all built at start-up: ready in {eager['ready_s']:.2f} s, RSS {eager['rss_mb']:.0f} MB")
+    print(f"{'tokenizer':<20} {'first use (s)':>14} {'(CPU s)':>8} {'adds RSS (MB)':>14}")
+    for ref in listed_refs(list(Settings().stores)):
+        one = run("lazy", ref)
+        print(f"{ref:<20} {one['first_use_s']:>14.2f} {one['first_use_cpu_s']:>8.2f} "
+              f"{one['added_mb']:>14.0f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
