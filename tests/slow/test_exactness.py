@@ -79,7 +79,10 @@ def test_nonspecial_tokens_are_the_added_tokens_tokenizer_json_marks_not_special
         want = {t["content"] for t in added if t["special"] is False}
         tok = registry.resolve(ref).tokenizer
         assert {t for t, i in tok.special_tokens.items() if i not in tok.skipped_ids} == want
-        assert set(import_files("hf", [vocab_file(name)], naming).nonspecial_tokens) == want
+        # the v1 import (a pattern chosen), as the bundled qwen files were made; a v2 import
+        # keeps the flags on its added tokens instead (tests/unit/test_hf_pipeline.py)
+        v1 = import_files("hf", [vocab_file(name)], naming, pattern="qwen2")
+        assert set(v1.nonspecial_tokens) == want
         if ref == "qwen3":
             assert set(PRESETS["qwen2"].nonspecial_tokens) == want
 
