@@ -188,5 +188,5 @@ def _list(args: argparse.Namespace) -> int:
     registry = cli_options.registry(args)
     for t in registry:
         mark = "*" if t.is_default else " "
-        print(f"{mark} {t.ref:28} {t.rule:5} {t.n_vocab:>7} ids  sha256:{t.sha256[:16]}")
+        print(f"{mark} {t.ref:28} {t.rule:5} {t.defined_ids:>7} ids  sha256:{t.sha256[:16]}")
     return 0 if registry.complete else 1

@@ -109,7 +109,7 @@ class FileHead(msgspec.Struct, frozen=True, kw_only=True):
         return {**self.special_tokens, **added}
 
     @property
-    def n_vocab(self) -> int:
+    def defined_ids(self) -> int:
         """Defined ids, special tokens included: those of the bytes, the byte-fallback and extra
         tokens, the special and added tokens, and one per merge (each merge is one `[`; in a
         valid file no merge makes an id defined elsewhere)."""

@@ -64,7 +64,7 @@ class LoadedTokenizer(Loaded):
     normalization: Normalization
     metadata: Metadata
     special_tokens: dict[str, int]
-    n_vocab: int
+    defined_ids: int  # ids defined, special tokens included (not tiktoken's n_vocab)
     built: FirstUse
 
     @property
@@ -307,7 +307,7 @@ def build(
     )
     built = FirstUse.done(entry.ref, BuiltTokenizer(tokenizer, self_consistent))
     return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
-                           tokenizer.special_tokens, tokenizer.n_vocab, built)  # fmt: skip
+                           tokenizer.special_tokens, tokenizer.defined_ids, built)  # fmt: skip
 
 
 def defer_entry(
@@ -333,5 +333,5 @@ def defer_entry(
         return loaded.built.get()
 
     return LoadedTokenizer(*entry.identity, head.rule, head.pattern, head.normalization,  # type: ignore[arg-type]
-                           head.metadata, head.all_special_tokens, head.n_vocab,
+                           head.metadata, head.all_special_tokens, head.defined_ids,
                            FirstUse(entry.ref, build_now, lock))  # fmt: skip

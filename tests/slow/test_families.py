@@ -180,7 +180,8 @@ def test_first_use_knows_what_the_built_store_says(registry: Registry) -> None:
     for t in lazy:
         built = registry.resolve(t.ref)
         assert t.built.built is None, t.ref
-        assert (t.n_vocab, t.special_tokens) == (built.n_vocab, built.tokenizer.special_tokens)
+        facts = (built.defined_ids, built.tokenizer.special_tokens)
+        assert (t.defined_ids, t.special_tokens) == facts
         assert t.special_tokens == built.special_tokens and t.metadata == built.metadata
 
 

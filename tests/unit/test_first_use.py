@@ -58,7 +58,8 @@ def test_start_up_builds_nothing_and_knows_every_file(small: Path) -> None:
         assert t.built.built is None
         assert t.known_self_consistent is (True if t.rule == "ranks" else None)
         built = eager.resolve(t.ref)
-        assert (t.n_vocab, t.special_tokens) == (built.n_vocab, built.tokenizer.special_tokens)
+        facts = (built.defined_ids, built.tokenizer.special_tokens)
+        assert (t.defined_ids, t.special_tokens) == facts
         assert (t.pattern, t.normalization, t.metadata) == (built.pattern, built.normalization,
                                                             built.metadata)  # fmt: skip
     text = "Hello, world — 中文 😀"

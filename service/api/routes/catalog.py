@@ -18,7 +18,7 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
     m, built = t.metadata, t.built.built
     return TokenizerInfoResponse(
         name=t.name, version=t.version, ref=t.ref, default=t.is_default, sha256=t.sha256,
-        rule=t.rule, vocab_size=t.n_vocab, n_vocab=built.tokenizer.n_vocab if built else None,
+        rule=t.rule, vocab_size=t.defined_ids, n_vocab=built.tokenizer.n_vocab if built else None,
         special_tokens=t.special_tokens,
         normalization=t.normalization, pattern=t.pattern, self_consistent=t.known_self_consistent,
         description=m.description, source=m.source, license=m.license, created=m.created,
