@@ -238,6 +238,10 @@ def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) 
     expect(page.locator("#ch-tools-tokens")).to_have_text("not offered: not sent")
     page.get_by_label("offer tools").check()
 
+    page.locator("#ch-role-1").select_option("tool")  # each role shows its own fields
+    expect(page.get_by_label("Message 2 tool_call_id")).to_be_visible()
+    page.locator("#ch-role-1").select_option("user")
+    expect(page.get_by_label("Message 2 tool_call_id")).to_be_hidden()
     page.locator("#ch-content-1").fill(WITH_TOOLS[1]["content"])
     page.locator("#ch-content-2").fill("")
     expect(page.locator("#ch-callid-2")).to_be_hidden()  # an assistant has calls, not a call id
@@ -306,7 +310,7 @@ def test_invalid_tools_json_is_named_and_nothing_is_sent(pg: Watched) -> None:
     expect(page.locator("#ch-tokens-2")).to_contain_text("invalid")  # in words, not color alone
     expect(page.locator("#ch-calls-2")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#ch-method")).to_have_text(
-        "Not counted until message 3's tool calls and the tools are a JSON array."
+        "Not counted until message 3's tool calls and the tools are JSON arrays."
     )
     assert (len(counts), len(estimates)) == sent
 

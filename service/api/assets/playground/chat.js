@@ -169,7 +169,7 @@ async function update() {
       $(`ch-tokens-${i}`).textContent = "⚠ invalid tool calls: see below";
     }
     const where = bad.map((b) => typeof b === "number" ? `message ${b + 1}'s tool calls` : "the tools");
-    $("ch-method").textContent = `Not counted until ${where.join(" and ")} are a JSON array.`;
+    $("ch-method").textContent = `Not counted until ${where.join(" and ")} are ${where.length === 1 ? "a JSON array" : "JSON arrays"}.`;
     return;
   }
   const out = outputFields();
