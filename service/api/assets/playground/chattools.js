@@ -83,14 +83,14 @@ export function messageFields(msg, i, n) {
     el("label", { for: `ch-calls-${i}` }, ...who("tool calls (JSON, optional)")),
     el("textarea", {
       id: `ch-calls-${i}`, class: "calls", rows: 1, spellcheck: false, "data-i": i, value: msg.tool_calls || "",
-      placeholder: '[{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]',
+      placeholder: 'none; e.g. [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]',
       "aria-describedby": `ch-calls-hint-${i} ch-calls-error-${i}`,
     }),
     el("p", { class: "hint", id: `ch-calls-hint-${i}`, text: "Leave empty for none. With tool calls, empty content is sent as null." }),
     el("p", { class: "error", id: `ch-calls-error-${i}`, role: "alert", hidden: true }));
   const callId = el("div", { class: "msg-extra inline", "data-for": "tool", hidden: msg.role !== "tool" },
     el("label", { for: `ch-callid-${i}` }, ...who("tool_call_id")),
-    el("input", { id: `ch-callid-${i}`, class: "callid", spellcheck: false, "data-i": i, value: msg.tool_call_id || "", placeholder: "call_1" }));
+    el("input", { id: `ch-callid-${i}`, class: "callid", spellcheck: false, "data-i": i, value: msg.tool_call_id || "", placeholder: "e.g. call_1" }));
   return { calls, callId };
 }
 
