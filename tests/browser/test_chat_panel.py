@@ -236,7 +236,9 @@ def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) 
     tools = json.loads(page.locator("#ch-tools").input_value())  # prefilled: one function tool
     assert [(t["type"], t["function"]["name"]) for t in tools] == [("function", "get_weather")]
     expect(page.locator("#ch-tools-tokens")).to_have_text("not offered: not sent")
-    page.get_by_label("offer tools").check()
+    page.get_by_label("offer tools").focus()
+    page.keyboard.press("Space")  # from the keyboard
+    expect(page.get_by_label("offer tools")).to_be_checked()
 
     page.locator("#ch-role-1").select_option("tool")  # each role shows its own fields
     expect(page.get_by_label("Message 2 tool_call_id")).to_be_visible()
