@@ -207,7 +207,7 @@ def test_the_editor_works_from_the_keyboard(pg: Watched) -> None:
 # an assistant's tool call and the tool's result, as OpenAI's API takes them
 ARGUMENTS = '{"city": "Paris", "unit": "celsius"}'  # a JSON string, as OpenAI sends it
 CALL: dict[str, Any] = {"id": "call_w1", "type": "function",
-        "function": {"name": "get_weather", "arguments": ARGUMENTS}}  # fmt: skip
+                        "function": {"name": "get_weather", "arguments": ARGUMENTS}}  # fmt: skip
 WITH_TOOLS: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a concise assistant. Answer in one sentence."},
     {"role": "user", "content": "What is the weather in Paris right now?"},
