@@ -1,5 +1,6 @@
 """Screenshots of the playground at 1440 and 360 px (docs/playground-*.png), of its Chat and cost
-panel with a rendered prompt (docs/playground-chat-1440.png), and its page weight.
+panel with tools, a tool call and a rendered prompt (docs/playground-chat-1440.png), and its
+page weight.
 
 Starts a real `toksvc serve` on 127.0.0.1, opens the page in Debian's `chromium` through Playwright
 and prints the bytes transferred on first load (headers + bodies, static files and API calls).
@@ -9,6 +10,7 @@ and prints the bytes transferred on first load (headers + bodies, static files a
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -78,10 +80,25 @@ def stage(page: Page) -> None:
     page.locator("#spans .tok").nth(3).hover()
 
 
+CALL = {"id": "call_w1", "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}  # fmt: skip
+
+
 def stage_chat(page: Page) -> None:
-    """The chat panel on a model with a Jinja template, its rendered prompt open."""
+    """The chat panel on a model with a Jinja template, the tools offered, an assistant's tool
+    call and its result, the rendered prompt open."""
     page.locator("#ch-model").select_option("qwen3@1")
     expect(page.locator("#ch-noprice")).to_be_visible()
+    page.locator("#ch-tools-on").check()
+    page.locator("#ch-content-1").fill("What is the weather in Paris right now?")
+    page.locator("#ch-content-2").fill("")
+    page.locator("#ch-calls-2").fill(json.dumps([CALL]))
+    page.locator("#ch-add").click()
+    page.locator("#ch-content-3").fill('{"temp_c": 18, "sky": "clear"}')
+    page.locator("#ch-add").click()
+    page.locator("#ch-content-4").fill("It is 18 °C and clear in Paris.")
+    expect(page.locator("#ch-tokens-4")).to_have_attribute("data-tokens", re.compile(r"^\d+$"))
+    expect(page.locator("#ch-tools-tokens")).to_have_attribute("data-tokens", re.compile(r"^\d+$"))
     page.locator("#ch-rendered summary").click()
     expect(page.locator("#ch-text .sp").first).to_be_visible()
 

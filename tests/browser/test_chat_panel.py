@@ -7,6 +7,7 @@ and the console logged no error other than the problems a test provokes on purpo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -36,15 +37,23 @@ def page_messages(page: Page) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
-def shown_count(pg: Watched, model: str, messages: list[dict[str, str]]) -> dict[str, Any]:
-    """Wait until the panel shows the API's total and per-message tokens; return the count."""
-    count: dict[str, Any] = pg.api(
-        f"/v1/models/{model}/count", {"messages": messages, "return_text": True}
-    )
+def shown_count(
+    pg: Watched, model: str, messages: list[dict[str, Any]], tools: list[Any] | None = None
+) -> dict[str, Any]:
+    """Wait until the panel shows the API's total and per-message tokens (and the tools' tokens,
+    when `tools` are given); return the count."""
+    body: dict[str, Any] = {"messages": messages, "return_text": True}
+    if tools is not None:
+        body["tools"] = tools
+    count: dict[str, Any] = pg.api(f"/v1/models/{model}/count", body)
     expect(pg.page.locator("#ch-total")).to_have_text(f"{count['input_tokens']:,}")
     for m in count["messages"]:
         tokens = pg.page.locator(f"#ch-tokens-{m['index']}")
         expect(tokens).to_have_attribute("data-tokens", str(m["tokens"]))
+    if tools is not None:
+        shown = pg.page.locator("#ch-tools-tokens")
+        expect(shown).to_have_attribute("data-tokens", str(count["tools_tokens"]))
+        expect(shown).to_contain_text(f"{count['tools_tokens']:,} token")
     return count
 
 
@@ -193,3 +202,132 @@ def test_the_editor_works_from_the_keyboard(pg: Watched) -> None:
     expect(page.locator("#ch-messages .msg")).to_have_count(3)
     expect(page.get_by_role("button", name="Remove message 2", exact=True)).to_be_focused()
     shown_count(pg, "gpt-4o-mini@1", [after[0], after[2], after[3]])
+
+
+# an assistant's tool call and the tool's result, as OpenAI's API takes them
+ARGUMENTS = '{"city": "Paris", "unit": "celsius"}'  # a JSON string, as OpenAI sends it
+CALL: dict[str, Any] = {"id": "call_w1", "type": "function",
+                        "function": {"name": "get_weather", "arguments": ARGUMENTS}}  # fmt: skip
+WITH_TOOLS: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a concise assistant. Answer in one sentence."},
+    {"role": "user", "content": "What is the weather in Paris right now?"},
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_w1", "content": '{"temp_c": 18, "sky": "clear"}'},
+    {"role": "assistant", "content": "It is 18 °C and clear in Paris."},
+]
+
+
+def sent_bodies(page: Page, op: str) -> list[dict[str, Any]]:
+    """Record the JSON body of every POST the page makes to /v1/models/{model}/`op`."""
+    bodies: list[dict[str, Any]] = []
+
+    def record(request: Any) -> None:
+        if request.method == "POST" and request.url.endswith(f"/{op}"):
+            bodies.append(request.post_data_json)
+
+    page.on("request", record)
+    return bodies
+
+
+def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) -> None:
+    page = pg.page
+    counts = sent_bodies(page, "count")
+    page.locator("#ch-model").select_option("gpt-4o@1")
+    tools = json.loads(page.locator("#ch-tools").input_value())  # prefilled: one function tool
+    assert [(t["type"], t["function"]["name"]) for t in tools] == [("function", "get_weather")]
+    expect(page.locator("#ch-tools-tokens")).to_have_text("not offered: not sent")
+    page.get_by_label("offer tools").focus()
+    page.keyboard.press("Space")  # from the keyboard
+    expect(page.get_by_label("offer tools")).to_be_checked()
+
+    page.locator("#ch-role-1").select_option("tool")  # each role shows its own fields
+    expect(page.get_by_label("Message 2 tool_call_id")).to_be_visible()
+    page.locator("#ch-role-1").select_option("user")
+    expect(page.get_by_label("Message 2 tool_call_id")).to_be_hidden()
+    page.locator("#ch-content-1").fill(WITH_TOOLS[1]["content"])
+    page.locator("#ch-content-2").fill("")
+    expect(page.locator("#ch-callid-2")).to_be_hidden()  # an assistant has calls, not a call id
+    page.get_by_label("Message 3 tool calls (JSON, optional)").fill(json.dumps([CALL]))
+    page.locator("#ch-add").click()  # the call is unanswered: the new message is its result
+    expect(page.locator("#ch-role-3")).to_have_value("tool")
+    expect(page.locator("#ch-calls-3")).to_be_hidden()
+    expect(page.get_by_label("Message 4 tool_call_id")).to_have_value("call_w1")
+    page.locator("#ch-content-3").fill(WITH_TOOLS[3]["content"])
+    page.locator("#ch-add").click()
+    expect(page.locator("#ch-role-4")).to_have_value("assistant")
+    page.locator("#ch-content-4").fill(WITH_TOOLS[4]["content"])
+
+    count = shown_count(pg, "gpt-4o@1", WITH_TOOLS, tools)
+    assert count["tools_tokens"] > 0
+    assert counts[-1] == {"messages": WITH_TOOLS, "tools": tools, "return_text": False}
+    expect(page.locator("#ch-method")).to_contain_text(f"{count['tools_tokens']:,} for tools")
+    est = pg.api("/v1/models/gpt-4o@1/estimate", {"messages": WITH_TOOLS, "tools": tools})
+    assert est["input_tokens"] == count["input_tokens"]
+    expect(page.locator("#ch-cost-total")).to_have_text(f"{est['cost']['total']} USD")
+
+    # an exact template and harmony render the same tools and calls
+    page.locator("#ch-model").select_option("qwen3@1")
+    qwen3 = shown_count(pg, "qwen3@1", WITH_TOOLS, tools)
+    assert "get_weather" in qwen3["text"]
+    assert page.locator("#ch-text").text_content() == qwen3["text"]
+    page.locator("#ch-model").select_option("gpt-oss@1")
+    harmony = shown_count(pg, "gpt-oss@1", WITH_TOOLS, tools)
+    assert counts[-1]["tools"] == tools and counts[-1]["messages"] == WITH_TOOLS
+
+    # the tools no longer offered: not sent, and the count is the conversation's alone
+    page.get_by_label("offer tools").uncheck()
+    alone = shown_count(pg, "gpt-oss@1", WITH_TOOLS)
+    assert alone["input_tokens"] != harmony["input_tokens"]
+    assert "tools" not in counts[-1]
+    expect(page.locator("#ch-tools-tokens")).to_have_text("not offered: not sent")
+
+
+def test_invalid_tools_json_is_named_and_nothing_is_sent(pg: Watched) -> None:
+    page = pg.page
+    pg.expected_statuses.add(422)
+    counts = sent_bodies(page, "count")
+    estimates = sent_bodies(page, "estimate")
+    page.locator("#ch-model").select_option("gpt-4o@1")
+    page.get_by_label("offer tools").check()
+    tools = json.loads(page.locator("#ch-tools").input_value())
+    messages = page_messages(page)
+    shown_count(pg, "gpt-4o@1", messages, tools)
+    sent = (len(counts), len(estimates))
+
+    editor = page.get_by_label("Tools: a JSON array of OpenAI function tools")
+    editor.fill('[{"type": "function", "function": {"name": "get_weather"}')
+    expect(page.locator("#ch-tools-error")).to_contain_text("Tools are not valid JSON: ")
+    expect(editor).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#ch-total")).to_have_text("\u2013")
+    expect(page.locator("#ch-method")).to_have_text("Not counted until the tools are a JSON array.")
+    assert (len(counts), len(estimates)) == sent
+
+    editor.fill(json.dumps(tools[0]))  # one tool, not an array of them
+    expect(page.locator("#ch-tools-error")).to_have_text(
+        "Tools must be a JSON array […], not an object (wrap it in [ ])."
+    )
+    # an assistant's tool calls that are not JSON either: both named, still nothing sent
+    page.locator("#ch-calls-2").fill('[{"id": "call_1"')
+    expect(page.locator("#ch-calls-error-2")).to_contain_text("Tool calls are not valid JSON: ")
+    expect(page.locator("#ch-tokens-2")).to_contain_text("invalid")  # in words, not color alone
+    expect(page.locator("#ch-calls-2")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#ch-method")).to_have_text(
+        "Not counted until message 3's tool calls and the tools are JSON arrays."
+    )
+    assert (len(counts), len(estimates)) == sent
+
+    # JSON arrays, but a tool the API refuses: its problem is shown and the editor marked
+    page.locator("#ch-calls-2").fill("")
+    editor.fill(json.dumps([{"type": "function", "function": {"description": "no name"}}]))
+    bad = [{"type": "function", "function": {"description": "no name"}}]
+    problem = pg.problem("/v1/models/gpt-4o@1/count", {"messages": messages, "tools": bad}, 422)
+    assert problem["index"] is None and problem["field"].startswith("tools[0]")
+    expect(page.locator("#ch-error")).to_contain_text(problem["detail"])
+    expect(page.locator("#ch-tools-error")).to_be_hidden()
+    expect(editor).to_have_attribute("aria-invalid", "true")
+    assert len(counts) == sent[0] + 1
+
+    editor.fill(json.dumps(tools))
+    shown_count(pg, "gpt-4o@1", messages, tools)
+    expect(editor).to_have_attribute("aria-invalid", "false")
+    expect(page.locator("#ch-error")).to_be_hidden()

@@ -1,7 +1,9 @@
 // Chat and cost panel: a conversation editor; its input tokens per message and in total
 // (POST /v1/models/{model}/count, with the rendered prompt) and the request's cost
-// (POST /v1/models/{model}/estimate, decimal strings shown as the API gives them).
+// (POST /v1/models/{model}/estimate, decimal strings shown as the API gives them). Tools, an
+// assistant's tool calls and a tool result's tool_call_id are sent as typed (`chattools.js`).
 import { call, debounce, el, isAbort, Problem, showError } from "./api.js";
+import * as tools from "./chattools.js";
 
 const ALL_ROLES = ["system", "developer", "user", "assistant", "tool"];
 // The roles each chat format renders. Qwen's Jinja templates skip `developer` messages.
@@ -27,6 +29,8 @@ const schedule = debounce(() => update(), 300);
 
 export async function init() {
   $("ch-add").addEventListener("click", add);
+  $("ch-tools-on").addEventListener("change", update);
+  $("ch-tools").addEventListener("input", () => { if (tools.offered()) schedule(); });
   $("ch-model").addEventListener("change", () => { pick($("ch-model").value); renderList(); update(); });
   $("ch-messages").addEventListener("input", onEdit);
   $("ch-messages").addEventListener("change", onEdit);
@@ -69,6 +73,7 @@ function renderList() {
       new Option(roles.includes(r) ? r : `${r} (not rendered by ${model.name})`, r, false, r === msg.role));
     const role = el("select", { id: `ch-role-${i}`, class: "role", "data-i": i }, ...opts);
     const content = el("textarea", { id: `ch-content-${i}`, class: "content", rows: 2, spellcheck: false, "data-i": i, value: msg.content, "aria-describedby": `ch-tokens-${i}` });
+    const { calls, callId } = tools.messageFields(msg, i, n);
     const btn = (act, text, label, disabled) => el("button", { type: "button", "data-act": act, "data-i": i, text, "aria-label": label, title: label, disabled });
     return el("li", { class: "msg", "data-i": i },
       el("div", { class: "msg-head" },
@@ -78,7 +83,9 @@ function renderList() {
           btn("up", "↑", `Move message ${n} up`, i === 0),
           btn("down", "↓", `Move message ${n} down`, i === messages.length - 1),
           btn("remove", "✕", `Remove message ${n}`, false))),
-      el("label", { for: `ch-content-${i}`, class: "sr-only", text: `Message ${n} content` }), content);
+      callId,
+      el("label", { for: `ch-content-${i}`, class: "sr-only", text: `Message ${n} content` }), content,
+      calls);
   });
   $("ch-messages").replaceChildren(...items);
   $("ch-status").textContent = `${messages.length} message${messages.length === 1 ? "" : "s"}`;
@@ -87,9 +94,14 @@ function renderList() {
 function onEdit(e) {
   const i = Number(e.target.dataset.i);
   if (!(i in messages) || (e.type === "change" && e.target.tagName === "TEXTAREA")) return;
-  if (e.target.classList.contains("content")) messages[i].content = e.target.value;
-  else if (e.target.classList.contains("role")) messages[i].role = e.target.value;
-  else return;
+  const cls = e.target.classList;
+  if (cls.contains("content")) messages[i].content = e.target.value;
+  else if (cls.contains("calls")) messages[i].tool_calls = e.target.value;
+  else if (cls.contains("callid")) messages[i].tool_call_id = e.target.value;
+  else if (cls.contains("role")) {
+    messages[i].role = e.target.value;
+    tools.showFieldsFor(e.target.closest(".msg"), e.target.value);
+  } else return;
   schedule();
 }
 
@@ -115,10 +127,12 @@ function onButton(e) {
   update();
 }
 
+// A new message takes the turn that follows: a tool result while a tool call is unanswered.
 function add() {
   const last = messages[messages.length - 1];
-  const role = !last || last.role === "assistant" || last.role === "system" ? "user" : "assistant";
-  messages.push({ role, content: "" });
+  const open = tools.unansweredCall(messages);
+  const role = open ? "tool" : !last || last.role === "assistant" || last.role === "system" ? "user" : "assistant";
+  messages.push(open ? { role, content: "", tool_call_id: open } : { role, content: "" });
   renderList();
   $(`ch-content-${messages.length - 1}`).focus();
   update();
@@ -138,10 +152,24 @@ async function update() {
   controller = new AbortController();
   const { signal } = controller;
   const m = model;
-  const body = { messages: messages.map(({ role, content }) => ({ role, content })) };
-  if (!body.messages.length) {
+  if (!messages.length) {
     clearResults();
     showError($("ch-error"), new Error("Add a message to count the conversation."));
+    return;
+  }
+  const { body, bad } = requestBody();
+  if (bad.length) {  // not JSON, or not an array: said at the field, and nothing is sent
+    controller = null;
+    clearResults();
+    showError($("ch-error"), null);
+    markInvalid(null);
+    for (const i of bad.filter((b) => typeof b === "number")) {
+      $("ch-messages").querySelector(`.msg[data-i="${i}"]`).classList.add("invalid");
+      $(`ch-calls-${i}`).setAttribute("aria-invalid", "true");
+      $(`ch-tokens-${i}`).textContent = "⚠ invalid tool calls: see below";
+    }
+    const where = bad.map((b) => typeof b === "number" ? `message ${b + 1}'s tool calls` : "the tools");
+    $("ch-method").textContent = `Not counted until ${where.join(" and ")} are ${where.length === 1 ? "a JSON array" : "JSON arrays"}.`;
     return;
   }
   const out = outputFields();
@@ -162,6 +190,28 @@ async function update() {
   showCost(cost, m, out.ok);
 }
 
+// The request as the page holds it; `bad` lists what cannot be sent (a message index, or "tools").
+function requestBody() {
+  const bad = [];
+  const wire = messages.map((msg, i) => {
+    const out = { role: msg.role, content: msg.content };
+    const calls = msg.role === "assistant" ? tools.parseCalls(msg.tool_calls || "") : { ok: true, value: null };
+    tools.showCallsProblem(i, calls.ok ? null : calls.problem);
+    if (!calls.ok) bad.push(i);
+    else if (calls.value) {
+      out.tool_calls = calls.value;
+      if (msg.content === "") out.content = null;  // a call alone, as OpenAI's API sends it
+    }
+    if (msg.role === "tool" && msg.tool_call_id) out.tool_call_id = msg.tool_call_id;
+    return out;
+  });
+  const offered = tools.readTools();
+  if (!offered.ok) bad.push("tools");
+  const body = { messages: wire };
+  if (offered.ok && offered.value !== undefined) body.tools = offered.value;
+  return { body, bad };
+}
+
 function clearResults() {
   for (const id of ["ch-total", "ch-outtok", "ch-cost-total"]) $(id).textContent = "–";
   $("ch-method").textContent = "";
@@ -173,16 +223,24 @@ function clearResults() {
   $("ch-text").replaceChildren();
   $("ch-textlen").textContent = "";
   for (const span of $("ch-messages").querySelectorAll(".msg-tokens")) { span.textContent = ""; delete span.dataset.tokens; }
+  tools.showToolsTokens(null);
 }
 
-// A problem naming a message (`index`) marks that message, in words as well as color.
+// A problem naming a message (`index`) marks that message, in words as well as color, and its
+// field (content, tool calls or tool_call_id) as invalid; one naming `tools[…]` marks the editor.
 function markInvalid(err) {
+  const doc = err instanceof Problem ? err.doc : {};
+  const field = typeof doc.field === "string" ? doc.field : "";
+  const named = field.startsWith("tool_calls") ? ".calls" : field === "tool_call_id" ? ".callid" : ".content";
   for (const li of $("ch-messages").querySelectorAll(".msg")) {
-    const bad = err instanceof Problem && err.doc.index === Number(li.dataset.i);
+    const bad = doc.index === Number(li.dataset.i);
     li.classList.toggle("invalid", bad);
-    li.querySelector(".content").setAttribute("aria-invalid", String(bad));
+    for (const sel of [".content", ".calls", ".callid"]) li.querySelector(sel).setAttribute("aria-invalid", String(bad && sel === named));
     if (bad) li.querySelector(".msg-tokens").textContent = "⚠ invalid: see the error";
   }
+  const badTools = (doc.index === null && field.startsWith("tools")) || !$("ch-tools-error").hidden;
+  $("ch-tools").setAttribute("aria-invalid", String(badTools));
+  $("ch-tools-box").classList.toggle("invalid", badTools);
 }
 
 function showCount(r, m) {
@@ -192,15 +250,17 @@ function showCount(r, m) {
     const span = $(`ch-tokens-${t.index}`);
     if (!span) continue;
     span.dataset.tokens = t.tokens;
-    const content = messages[t.index] && messages[t.index].content;
+    const msg = messages[t.index];
+    const written = msg && (msg.content || (msg.role === "assistant" && (msg.tool_calls || "").trim()));
     span.textContent = t.merged_with_next ? "counted with the next message"
-      : t.tokens === 0 && content ? "0 tokens: the template renders nothing for it"
+      : t.tokens === 0 && written ? "0 tokens: the template renders nothing for it"
       : `${t.tokens < 0 ? "−" : "+"}${fmt(Math.abs(t.tokens))} token${Math.abs(t.tokens) === 1 ? "" : "s"}`;
   }
   const parts = [`${fmt(r.messages.reduce((a, t) => a + t.tokens, 0))} in messages`];
   const named = { preamble: "before the first message", generation_prompt: "to start the reply", unattributed: "unattributed" };
   for (const [k, v] of Object.entries(r.overhead)) if (v) parts.push(`${fmt(v)} ${named[k] || k}`);
   if (r.tools_tokens) parts.push(`${fmt(r.tools_tokens)} for tools`);
+  tools.showToolsTokens(r);
   $("ch-method").textContent = `${fmt(r.input_tokens)} = ${parts.join(" + ")}. ${METHOD[r.method] || r.method}.`;
   if (typeof r.text === "string") {
     $("ch-textlen").textContent = `(${fmt([...r.text].length)} characters; special tokens boxed)`;
