@@ -1,6 +1,6 @@
 """Chat counts against independent oracles: transformers' apply_chat_template for the Jinja
-templates (Qwen2.5, Qwen3, DeepSeek V3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe for the
-estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
+templates (Qwen2.5, Qwen3, DeepSeek V3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe
+for the estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
 
 from __future__ import annotations
 
