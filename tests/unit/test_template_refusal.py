@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service.errors import TemplateError
+from service.bpe.deadline import Deadline
+from service.errors import LimitExceededError, TemplateError
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
 from service.store.registry import Registry, load_store
@@ -63,3 +64,26 @@ def test_a_refusal_of_the_whole_names_no_message(store: Registry) -> None:
     err = refusal(store, messages)
     assert err.index is None and "the last message is the assistant" in str(err)
     assert count_conversation(store, "picky", messages, add_generation_prompt=False).count
+
+
+class _OneCheck(Deadline):
+    """Time is up after the first check: the whole renders (and is refused), the search does not."""
+
+    def __init__(self) -> None:
+        super().__init__(60)
+        self.checks = 0
+
+    def check(self) -> None:
+        self.checks += 1
+        if self.checks > 1:
+            raise LimitExceededError("seconds of work per request", 60)
+
+
+def test_the_search_ends_with_the_deadline(store: Registry) -> None:
+    messages = [{"role": "user", "content": "u"}, {"role": "user", "content": "bad"}]
+    assert refusal(store, messages).index == 1  # with time, it is found
+    deadline = _OneCheck()
+    with pytest.raises(TemplateError) as info:
+        count_conversation(store, "picky", messages, deadline=deadline)
+    assert info.value.index is None and "bad content" in str(info.value)
+    assert deadline.checks == 2  # the search stopped at its first rendering
