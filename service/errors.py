@@ -177,13 +177,20 @@ class ImagesNotCountedError(InputError):
 
 
 class TemplateError(InputError):
-    """The model's chat template refused the conversation (its own message is kept)."""
+    """The model's chat template refused the conversation (its own message is kept); `index`
+    names the message it refused (None: not known, or the conversation as a whole)."""
 
     kind, title = "template-error", "The chat template raised"
+    fact_names = ("index",)
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, index: int | None = None) -> None:
         self.template_message = message = echoed(message, 4 * ECHO_CHARS)
-        super().__init__(f"the chat template raised: {message}")
+        self.index = index
+        where = "" if index is None else f"messages[{index}]: "
+        super().__init__(f"{where}the chat template raised: {message}")
+
+    def facts(self) -> dict[str, object]:
+        return {"index": self.index}  # null: no one message is to blame
 
 
 class PriceMissingError(InputError):

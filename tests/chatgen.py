@@ -14,7 +14,10 @@ WORDS = ["hello", "world", "the", "weather", "in", "Paris", "is", "nice", "today
          "你好", "世界", "天气", "很好", "🎉", "👩‍💻", "🇫🇷", "naïve", "café", "\n", "  ", "\t", "?",
          "don't", "JSON: {\"a\": 1}", "<b>html</b>", "x" * 30]  # fmt: skip
 LITERALS = ["<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
-            "<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>"]  # fmt: skip
+            "<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+            *(f"<\uff5c{name}\uff5c>" for name in  # DeepSeek's, between full-width bars
+              ["end▁of▁sentence", "User", "Assistant", "tool▁call▁begin",
+               "begin▁of▁sentence"])]  # fmt: skip
 
 TOOLS = [
     {"type": "function", "function": {

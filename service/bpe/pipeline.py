@@ -65,6 +65,7 @@ class Pipeline:
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
     _expand_from: int = 0  # the lowest synthetic id (set on creation)
+    _key: object = field(default=None, compare=False, repr=False)  # `added` as a cache key
 
     def __post_init__(self) -> None:
         """Added tokens matched in normalized text are looked for (and decode) normalized, as
@@ -76,6 +77,7 @@ class Pipeline:
                 match = run_normalizers(self.normalizers, a.content, True)[0]
             added.append(replace(a, match=match))
         object.__setattr__(self, "added", tuple(added))
+        object.__setattr__(self, "_key", _AddedSet(self.added))
         object.__setattr__(self, "_expand_from", min(self.expand, default=0))
 
     def decoded(self, added: AddedLiteral) -> bytes:
@@ -86,7 +88,7 @@ class Pipeline:
         return {a.content: a.id for a in self.added if a.special}
 
     def encode(self, text: str, allowed: Set[str], merge: MergePieces) -> list[int]:
-        raw, normalized = _matchers(self.added, frozenset(allowed))
+        raw, normalized = _matchers(self._key, frozenset(allowed))
         out: list[int] = []
         for start, end, token in _split(text, raw):
             if token is not None:
@@ -134,10 +136,22 @@ class Pipeline:
 _Matcher = tuple[re.Pattern[str], dict[str, AddedLiteral]] | None
 
 
+class _AddedSet:
+    """A pipeline's added tokens as one cache key, hashed by identity (a tuple of hundreds of
+    them would be hashed item by item at every encode)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Sequence[AddedLiteral]) -> None:
+        self.items = items
+
+
 @lru_cache(maxsize=64)
-def _matchers(added: Sequence[AddedLiteral], allowed: frozenset[str]) -> tuple[_Matcher, _Matcher]:
-    """The raw-text and normalized-text matchers of the added tokens in play."""
-    live = [a for a in added if not a.special or a.content in allowed]
+def _matchers(added: object, allowed: frozenset[str]) -> tuple[_Matcher, _Matcher]:
+    """The raw-text and normalized-text matchers of the added tokens in play (`added`: the
+    pipeline's `_AddedSet`)."""
+    assert isinstance(added, _AddedSet)
+    live = [a for a in added.items if not a.special or a.content in allowed]
     return _matcher([a for a in live if not a.normalized]), _matcher(
         [a for a in live if a.normalized]
     )

@@ -75,7 +75,11 @@ def count_chat(
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
     render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline)
-    text, ids = render(messages, tools, add_generation_prompt)
+    try:
+        text, ids = render(messages, tools, add_generation_prompt)
+    except TemplateError as exc:
+        at = _refused(render, messages, tools, exc.template_message)
+        raise TemplateError(exc.template_message, at) from None
     total = len(ids)
     prefixes = len(text) * (len(messages) + 1) // 2  # what a template renders for a breakdown
     if breakdown and isinstance(chat, JinjaChat) and prefixes > BREAKDOWN_CHARS:
@@ -129,6 +133,23 @@ def _template_prefixes(render: Render, messages: list[dict[str, Any]],
                 raise
             counts.append(None)
     return counts
+
+
+def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+             refusal: str) -> int | None:  # fmt: skip
+    """The message a template refused: the last of the shortest prefix it refuses with the same
+    message as the whole (a template may refuse a shorter prefix for reasons of its own, e.g. no
+    user message yet). None: no prefix is refused so, or the deadline or the size bound ends the
+    search (each rendering checks both)."""
+    for k in range(1, len(messages) + 1):
+        try:
+            render(messages[:k], tools, False)
+        except TemplateError as exc:
+            if exc.template_message == refusal:
+                return k - 1
+        except LimitExceededError:
+            return None
+    return None
 
 
 def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],

@@ -238,7 +238,7 @@ def test_template_that_raises_is_a_422_with_its_message(own_server: Server) -> N
     body = {"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]}
     doc = problem(httpx.post(f"{own_server.base}/v1/models/raising/count", json=body),
                   422, "template-error")  # fmt: skip
-    assert "System role not supported" in doc["detail"]
+    assert "System role not supported" in doc["detail"] and doc["index"] == 0
     ok = httpx.post(f"{own_server.base}/v1/models/raising/count",
                     json={"messages": [{"role": "user", "content": "y"}]})  # fmt: skip
     assert ok.status_code == 200 and ok.json()["input_tokens"] > 0

@@ -1,6 +1,6 @@
 """Chat counts against independent oracles: transformers' apply_chat_template for the Jinja
-templates (Qwen2.5, Qwen3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe for the
-estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
+templates (Qwen2.5, Qwen3, DeepSeek V3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe
+for the estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ N_CONVERSATIONS = int(os.environ.get("TOKSVC_ORACLE_CONVERSATIONS", "150"))
 HF_FILES = {
     "qwen2.5": ("qwen2_5_tokenizer.json", "qwen2_5_tokenizer_config.json"),
     "qwen3": ("qwen3_tokenizer.json", "qwen3_tokenizer_config.json"),
+    "deepseek-v3": ("deepseek_v3_tokenizer.json", "deepseek_v3_tokenizer_config.json"),
 }
 
 
@@ -32,8 +33,14 @@ def hf_tokenizer(model: str) -> Any:
     from transformers import PreTrainedTokenizerFast  # noqa: PLC0415 (after HF_HUB_OFFLINE)
 
     tokenizer_json, config_json = HF_FILES[model]
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(vocab_file(tokenizer_json)))
-    tok.chat_template = json.loads(vocab_bytes(config_json))["chat_template"]
+    config = json.loads(vocab_bytes(config_json))
+    specials = {}  # what AutoTokenizer takes from the config: the template's bos_token, eos_token
+    for name in ("bos_token", "eos_token"):
+        value = config.get(name)
+        if value is not None:
+            specials[name] = value["content"] if isinstance(value, dict) else value
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(vocab_file(tokenizer_json)), **specials)
+    tok.chat_template = config["chat_template"]
     return tok
 
 
@@ -46,7 +53,7 @@ def hf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("model", ["qwen2.5", "qwen3"])
+@pytest.mark.parametrize("model", ["qwen2.5", "qwen3", "deepseek-v3"])
 def test_jinja_ids_match_transformers(registry: Registry, model: str) -> None:
     hf = hf_tokenizer(model)
     rng = random.Random(f"oracle-{model}")

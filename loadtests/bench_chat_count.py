@@ -1,0 +1,81 @@
+"""Count latency for a 20-message conversation with 3 tools, per bundled model (the goal: under
+2 ms median for the count route's work).
+
+The route's work is `count_conversation`: the messages checked, the image parts taken out, the
+conversation rendered by the model's chat format and encoded by its tokenizer; with `breakdown`
+(the route's default) every prefix is rendered again for the per-message figures, without it the
+conversation is rendered once (what `estimate` does). HTTP, the body's decode and the answer's
+encode are apart (loadtests/bench_models.py --url times them). Every model of the bundled store,
+each default version once; the conversation is bench_models.py's (system, then user / assistant
+tool call / tool result / assistant turns, Chinese and emoji), the tools tests/chatgen.py's.
+
+    python loadtests/bench_chat_count.py [--repeat 50]
+
+Prints, per model, the tokens counted and the median and p90 of wall milliseconds (and the
+median of this process's CPU milliseconds, steadier on a shared machine) with and without the
+breakdown, and whether both medians are under the goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loadtests.bench_models import conversation
+from service.models.billing import count_conversation
+from service.runtime import engine_factory
+from service.settings import BUNDLED_STORE
+from service.store.registry import load_store
+from tests.chatgen import TOOLS
+
+GOAL_MS = 2.0
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float, float]:
+    """(median wall ms, p90 wall ms, median CPU ms) over `repeat` runs after one warm-up."""
+    fn()  # warm: template compile, the tokenizer's caches
+    wall, cpu = [], []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        cpu.append((time.process_time() - c) * 1000)
+        wall.append((time.perf_counter() - w) * 1000)
+    wall.sort()
+    return statistics.median(wall), wall[int(0.9 * (len(wall) - 1))], statistics.median(cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    messages = conversation()
+    registry = load_store(BUNDLED_STORE, engine_factory("auto"))
+    assert not registry.failures, registry.failures
+    print(f"{len(messages)} messages, {len(TOOLS)} tools, {len(json.dumps(messages))} bytes of "
+          f"JSON; {args.repeat} runs each; ms: median / p90 wall (median CPU)")  # fmt: skip
+    print("| model | chat format | tokens | breakdown (default) | breakdown: false | "
+          f"both medians < {GOAL_MS:g} ms |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for ref, model in sorted(registry.models.models.items()):
+        name = model.profile.name
+        if registry.models.names.get(name) != ref:
+            continue  # not the default version
+        tokens = count_conversation(registry, name, messages, TOOLS).count.input_tokens
+        full = timed(lambda: count_conversation(registry, name, messages, TOOLS), args.repeat)
+        once = timed(lambda: count_conversation(registry, name, messages, TOOLS,
+                                                breakdown=False), args.repeat)  # fmt: skip
+        cells = [f"{m:.2f} / {p:.2f} ({c:.2f})" for m, p, c in (full, once)]
+        ok = "yes" if max(full[0], once[0]) < GOAL_MS else "no"
+        kind = model.profile.chat.__struct_config__.tag  # the profile's `chat.type`
+        print(f"| {name} | {kind} | {tokens} | {cells[0]} | {cells[1]} | {ok} |")
+
+
+if __name__ == "__main__":
+    main()
