@@ -125,10 +125,11 @@ class FileHead(msgspec.Struct, frozen=True, kw_only=True):
 _head = msgspec.json.Decoder(FileHead)
 
 
-def read_head(store: Path, entry: ManifestEntry) -> FileHead:
-    """The file's hash checked against its manifest entry, its head parsed and checked (name and
-    version as listed, a known format, rule and normalization, a pattern that compiles); every
-    failure a StoreError naming the file."""
+def read_head(store: Path, entry: ManifestEntry) -> tuple[FileHead, bytes]:
+    """The file's bytes, their hash checked against its manifest entry, and its head parsed and
+    checked (name and version as listed, a known format, rule and normalization, a pattern that
+    compiles); every failure a StoreError naming the file. The bytes are what the first use
+    builds from: a file edited on disk after start-up does not change (or break) it."""
     where = str(store / entry.path)
     data = read_verified(store, entry.path, entry.sha256)
     try:
@@ -147,4 +148,4 @@ def read_head(store: Path, entry: ManifestEntry) -> FileHead:
             regex.compile(head.pattern)
         except regex.error as exc:
             raise FormatError(where, "pattern", f"does not compile: {exc}") from None
-    return head
+    return head, data

@@ -242,9 +242,12 @@ def load_entry(
     text_cache: TextCache | None = None,
     *,
     shared: SharedVocabularies | None = None,
+    data: bytes | None = None,
 ) -> LoadedTokenizer:
+    """Validate and build one file (`data`: its bytes, verified against the pin already)."""
     where = str(store / entry.path)
-    data = read_verified(store, entry.path, entry.sha256)  # bounded; hashed before parsing
+    if data is None:
+        data = read_verified(store, entry.path, entry.sha256)  # bounded; hashed before parsing
     try:
         tf = parse(data)
     except msgspec.MsgspecError as exc:
@@ -320,13 +323,14 @@ def defer_entry(
     registry: Registry,
     lock: threading.Lock,
 ) -> LoadedTokenizer:
-    """The start-up half of first use (service.store.firstuse.read_head); the file is read,
-    verified again and built in full by load_entry when the tokenizer is first used."""
-    head = read_head(store, entry)
+    """The start-up half of first use (service.store.firstuse.read_head); the bytes verified
+    now are validated and built in full by load_entry when the tokenizer is first used (and then
+    let go)."""
+    head, data = read_head(store, entry)
 
     def build_now() -> BuiltTokenizer:
         try:
-            loaded = load_entry(store, entry, factory, text_cache, shared=shared)
+            loaded = load_entry(store, entry, factory, text_cache, shared=shared, data=data)
         except StoreError as exc:
             registry.failures.append(exc)
             raise

@@ -113,3 +113,15 @@ def test_readyz_and_verify_see_it(small: Path, capsys: pytest.CaptureFixture[str
         assert client.post("/v1/tokenizers/p50k_base/count", json={"text": "hi"}).status_code == 200
     assert main(["verify", "--store", str(small)]) == 1
     assert "merges[5]" in capsys.readouterr().out
+
+
+def test_a_file_edited_after_start_up_does_not_change_its_first_use(small: Path) -> None:
+    """First use builds from the bytes verified at start-up: a store edited on disk meanwhile
+    (a rollout, or a file no longer matching its pin) neither breaks nor changes a running
+    worker's tokenizer; a reload is what takes a new store in."""
+    lazy = load_store(small, first_use=True)
+    gpt2 = small / "gpt2" / "1.json"
+    gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))  # no longer matches its pin
+    assert lazy.resolve("gpt2").tokenizer.encode("hello world") == [31373, 995]
+    assert lazy.complete
+    assert not load_store(small, first_use=True).complete  # a new load sees the broken file

@@ -259,6 +259,13 @@ class TooManyTrainingsError(UnavailableError):
     limit: int | None
 
 
+class TokenizerUnavailableError(UnavailableError):
+    """A listed tokenizer whose file failed its full check when the server first used it."""
+
+    kind, facts = "tokenizer-unavailable", ("tokenizer",)
+    tokenizer: str | None
+
+
 class WorkStoppedError(UnavailableError):
     """The server stopped the work (it is stopping): retry, another worker will serve it."""
 
