@@ -5,7 +5,9 @@ attack run of docs/reliability.md, "Provider routes and images")."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -14,6 +16,7 @@ import pytest
 from tests.serverproc import Server, start_server, stop_server
 
 MAX_OUTPUT = 64 * 1024 * 1024
+PAIR = "\u9fa5\u4dff"  # two rare characters: five tokens, three of them half a character
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +83,43 @@ def test_provider_routes_refuse_nesting_past_the_limit(server: Server, model: st
     assert "deeper than 64" in r.json()["detail"]
     shallow = post(server, path, (template % (model, deep(3))).encode())
     assert shallow.status_code in (200, 422) and "deeper" not in shallow.text
+
+
+def test_token_strs_are_refused_past_the_output_limit(server: Server) -> None:
+    """`return_token_strs` on 1.1M pairs of rare characters (6.6 MB): half-character tokens are
+    `"\\ufffd"` each, and the ids ~8 bytes; the answer was sized as 3 x the decoded bytes (20
+    MB, admitted) and came out at ~60 MB. Now the exact size is checked before it is built."""
+    body = {"model": "gpt-4o", "prompt": PAIR * 1_100_000, "return_token_strs": True}
+    r = post(server, "/tokenize", body, timeout=120)
+    assert r.status_code == 413, (r.status_code, len(r.content))
+    assert r.json()["type"] == "/problems/limit-exceeded"
+    assert serves(server)
+
+
+def test_token_strs_are_each_tokens_text(server: Server) -> None:
+    """Each token's text is its bytes decoded alone, U+FFFD for a split character (the oracle:
+    `/detokenize` of each id alone)."""
+    r = post(server, "/tokenize", {"model": "gpt-4o", "prompt": "Hi " + PAIR,
+                                   "return_token_strs": True})  # fmt: skip
+    assert r.status_code == 200, r.text[:300]
+    answer = r.json()
+    alone = [post(server, "/detokenize", {"model": "gpt-4o", "tokens": [t]}).json()["prompt"]
+             for t in answer["tokens"]]  # fmt: skip
+    assert answer["token_strs"] == alone and "\ufffd" in "".join(alone)
+
+
+def test_probes_are_answered_while_token_strs_are_built(server: Server) -> None:
+    """`return_token_strs` on 350,000 pairs (1.7M tokens, a 2 MB prompt): the token texts were
+    built on the event loop after the encoding (a ~5 s stall of /healthz); now in the work."""
+    body = json.dumps({"model": "gpt-4o", "prompt": PAIR * 350_000, "return_token_strs": True},
+                      ensure_ascii=False).encode()  # fmt: skip
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=10) as small:
+        big = pool.submit(post, server, "/tokenize", body, 120)
+        time.sleep(0.3)  # the body is in; the encoding starts
+        answered = [small.get("/healthz").status_code for _ in range(40)]
+        big_done_before_small = big.done()
+        response = big.result()
+    assert answered == [200] * 40
+    assert response.status_code == 200
+    assert response.json()["count"] == 5 * 350_000
+    assert not big_done_before_small
