@@ -1,4 +1,5 @@
-"""The adversarial attacks of issue 23 (High 1-7, the seven Medium), one function each.
+"""The adversarial attacks of issue 23 (High 1-7, the seven Medium) and of the second run on
+the provider routes, images, ignored parameters and format v2 (P1-P5), one function each.
 
 Each attack sends its requests, bounded in count and time, and returns the outcomes it saw: HTTP
 statuses (`200`, `503`, ...), or words for what is not a status (`timeout`, `closed`,
@@ -357,6 +358,76 @@ def ndjson_keeps_sending(t: Target) -> Outcomes:
     return Counter([status, "still-connected"])
 
 
+# --- the provider routes, images, ignored parameters, format v2 (the second attack run) --------
+
+
+def _deep(levels: int) -> str:
+    return '{"a":' * levels + "{}" + "}" * levels
+
+
+def deep_provider_bodies(t: Target) -> Outcomes:
+    """P1: a Responses `arguments` string 100,000 lists deep (was a 500), and objects 900 deep
+    in a tool_use input, an input_schema, Responses parameters and /tokenize's kwargs (were
+    rendered; a 422 past 64 levels now), for 3 models."""
+    out: Outcomes = Counter()
+    arguments = '{"a":' + "[" * 100_000 + "]" * 100_000 + "}"
+    for model in ("gpt-4o", "qwen3", "gpt-oss"):
+        call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": arguments}
+        out[post(t, "/v1/responses/input_tokens", {"model": model, "input": [call]})] += 1
+        bodies = [
+            ("/v1/messages/count_tokens", '{"model": "%s", "messages": [{"role": "assistant", '
+             '"content": [{"type": "tool_use", "id": "1", "name": "f", "input": %s}]}]}'),
+            ("/v1/messages/count_tokens", '{"model": "%s", "tools": [{"name": "f", '
+             '"input_schema": %s}], "messages": [{"role": "user", "content": "hi"}]}'),
+            ("/tokenize", '{"model": "%s", "messages": [{"role": "user", "content": "x"}], '
+             '"chat_template_kwargs": {"k": %s}}'),
+        ]  # fmt: skip
+        for path, template in bodies:
+            out[post(t, path, (template % (model, _deep(900))).encode())] += 1
+    return out
+
+
+def token_strs_amplified(t: Target) -> Outcomes:
+    """P2: /tokenize with `return_token_strs` on 2 MB of rare CJK pairs (1.7M tokens, most of
+    them half a character): built on the event loop (4.8 s of /healthz), 17.8 MB answered past
+    the 16 MiB output limit; now sized exactly first (413) and built in the work."""
+    body = {"model": "gpt-4o", "prompt": "\u9fa5\u4dff" * n(t, 350_000), "return_token_strs": True}
+    return at_once([lambda: post(t, "/tokenize", body, 120)] * t.workers)
+
+
+def ignored_parameters_of_a_million_lists(t: Target) -> Outcomes:
+    """P3: `stop` of 1.3M empty lists (5 MB), ignored by the count, twice per worker at once,
+    then eight 1 MB ones: decoded into objects on the event loop (2-10 s of /healthz)."""
+    messages = [{"role": "user", "content": "hi"}]
+    big = {"messages": messages, "stop": [[]] * n(t, 1_300_000)}
+    small = {"messages": messages, "stop": [[]] * n(t, 200_000)}
+    path = "/v1/models/gpt-4o/count"
+    return at_once([lambda: post(t, path, big, 60)] * (2 * t.workers)
+                   + [lambda: post(t, path, small, 60)] * 8)  # fmt: skip
+
+
+def v2_pre_tokenization(t: Target) -> Outcomes:
+    """P4: 7 MB of " 1" counted by deepseek-v4 (Python pre-tokenization, ~6 us a piece): once
+    by a client that leaves after 3 s (`timeout`; the work used to run on), once by one that
+    waits (200 after 51 s past the 30 s work deadline; now 413 at the deadline)."""
+    body = {"text": " 1" * n(t, 3_500_000)}
+    path = "/v1/tokenizers/deepseek-v4/count"
+    return Counter([post(t, path, body, 3), post(t, path, body, 120)])
+
+
+def jpeg_fill_bytes(t: Target) -> Outcomes:
+    """P5: 5,400 base64 JPEGs of 1,020 fill bytes before the frame header (7.6 MB, 5.5M header
+    reads); the client leaves after 2 s (the reads used to run to their end), then one waits."""
+    jpeg = b"\xff\xd8" + b"\xff" * 1020 + b"\xc0\x00\x11\x08\x01\x00\x01\x00\x03"
+    part = {
+        "type": "image_url",
+        "image_url": {"url": "data:image/jpeg;base64," + base64.b64encode(jpeg).decode()},
+    }
+    body = {"messages": [{"role": "user", "content": [part] * n(t, 5_400)}]}
+    path = "/v1/models/gpt-4o/count"
+    return Counter([post(t, path, body, 2), post(t, path, body, 120)])
+
+
 # --- helpers -------------------------------------------------------------------------------------
 
 
@@ -409,4 +480,9 @@ ATTACKS: list[tuple[str, Callable[[Target], Outcomes]]] = [
     ("M4 12 playground trains at once", concurrent_playground_trains),
     ("H7 FIFO, then 1.5 GB sparse manifest, reload", fifo_and_sparse_manifest),
     ("H6 SIGTTOU with a slot waiting to restart", sigttou_with_a_waiting_slot),
+    ("P1 provider routes: deep arguments string, 900-deep objects", deep_provider_bodies),
+    ("P2 /tokenize return_token_strs, 2 MB of rare CJK", token_strs_amplified),
+    ("P3 ignored stop of 1.3M lists x2 + eight 1 MB", ignored_parameters_of_a_million_lists),
+    ("P4 deepseek-v4 count of 7 MB ' 1'", v2_pre_tokenization),
+    ("P5 5,400 JPEGs of 1,020 fill bytes", jpeg_fill_bytes),
 ]

@@ -31,7 +31,7 @@ from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems, traits
 from service.api.worker import Worker, worker_of
-from service.bpe.deadline import Deadline
+from service.bpe.deadline import Deadline, within
 from service.errors import LimitExceededError, TooManyLargeRequestsError
 from service.settings import Settings
 
@@ -58,7 +58,12 @@ async def run_work(size: int, fn: Callable[[Deadline], T]) -> T:
     deadline = Deadline(work.worker.settings.max_work_seconds if work else DEFAULT_WORK_SECONDS)
     if size <= INLINE_WORK_BYTES:
         return fn(deadline)
-    thread = asyncio.ensure_future(anyio.to_thread.run_sync(fn, deadline))
+
+    def in_thread() -> T:  # loops inside an encoding check it too (`deadline.checkpoint`)
+        with within(deadline):
+            return fn(deadline)
+
+    thread = asyncio.ensure_future(anyio.to_thread.run_sync(in_thread))
     if work is None:  # not within a request (a stream's message): its own deadline only
         return await thread
     watchers = {asyncio.ensure_future(work.worker.stopping.wait()),

@@ -23,7 +23,14 @@ from typing import Any
 
 import regex
 
-from service.bpe.textsteps import Normalize, PreTokenize, run_normalizers, run_pre_tokenizers
+from service.bpe.deadline import checkpoint
+from service.bpe.textsteps import (
+    CHECK_EVERY,
+    Normalize,
+    PreTokenize,
+    run_normalizers,
+    run_pre_tokenizers,
+)
 
 MergePieces = Callable[[list[str]], list[int]]
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
@@ -90,7 +97,9 @@ class Pipeline:
     def encode(self, text: str, allowed: Set[str], merge: MergePieces) -> list[int]:
         raw, normalized = _matchers(self._key, frozenset(allowed))
         out: list[int] = []
-        for start, end, token in _split(text, raw):
+        for n, (start, end, token) in enumerate(_split(text, raw)):
+            if n % CHECK_EVERY == CHECK_EVERY - 1:
+                checkpoint()
             if token is not None:
                 out.append(token.id)
                 continue

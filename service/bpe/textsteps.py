@@ -16,12 +16,15 @@ from typing import Literal
 
 import regex
 
+from service.bpe.deadline import checkpoint
+
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
 Normalize = Callable[[str, bool], tuple[str, bool]]
 PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
 
 # Hugging Face's ByteLevel regex (GPT-2's), and Rust's char classes in `regex` syntax
 BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+CHECK_EVERY = 4096  # pieces (or segments) between two checks of the work's deadline
 _WHITESPACE = r"\p{White_Space}"
 _PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
 _WORD_RUNS = r"\w+|[^\w\s]+"
@@ -207,10 +210,14 @@ def run_normalizers(steps: Sequence[Normalize], text: str, origin: bool) -> tupl
 
 
 def run_pre_tokenizers(steps: Sequence[PreTokenize], text: str, at_start: bool) -> list[str]:
+    """The pieces of `text` (a Python loop over every piece of every step: the work's deadline is
+    checked every `CHECK_EVERY` pieces)."""
     pieces = [text] if text else []
     for step in steps:
         out: list[str] = []
         for i, piece in enumerate(pieces):
+            if i % CHECK_EVERY == CHECK_EVERY - 1:
+                checkpoint()
             got, starts = step(piece, at_start and i == 0)
             if i == 0:
                 at_start = at_start and starts and bool(got)

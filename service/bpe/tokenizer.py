@@ -26,6 +26,7 @@ from service.errors import (
     DisallowedSpecialError,
     EngineFailureError,
     SurrogateError,
+    ToksvcError,
     UndecodableBytesError,
     UnknownIdError,
     UnknownSpecialError,
@@ -36,7 +37,8 @@ Errors = Literal["strict", "replace"]
 SpecialSet = Set[str] | Literal["all"]
 R = TypeVar("R")
 # what must never be caught at the engine boundary: the process's or the task's own end
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+# the process's own exits, and typed errors (a work's deadline checked inside the pipeline)
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError, ToksvcError)
 
 
 class Tokenizer:

@@ -79,21 +79,27 @@ def check_messages(raw: list[Any]) -> list[dict[str, Any]]:
         for j, call in enumerate(message.tool_calls or []):
             if isinstance(call.function.arguments, str):
                 field = f"tool_calls[{j}].function.arguments"
-                try:
-                    arguments = json.loads(call.function.arguments)
-                except ValueError as exc:
-                    raise ChatInputError(i, field, f"is not JSON: {exc}") from None
-                except RecursionError:
-                    raise ChatInputError(i, field, _too_deep(MAX_NESTING)) from None
-                if not isinstance(arguments, dict):
-                    raise ChatInputError(i, field, "must be a JSON object")
-                # as deep as the same object given inline: messages, message, tool_calls, call,
-                # function are the 5 levels above it
-                if (at := _too_deep_at(arguments, MAX_NESTING - 5)) is not None:
-                    raise ChatInputError(i, f"{field}{at}", _too_deep(MAX_NESTING))
+                arguments = parse_arguments(call.function.arguments, i, field)
                 as_dict["tool_calls"][j]["function"]["arguments"] = arguments
         out.append(as_dict)
     return out
+
+
+def parse_arguments(text: str, i: int, field: str) -> dict[str, Any]:
+    """A tool call's `arguments` string as the JSON object it holds, nested no deeper than the
+    same object given inline (messages, message, tool_calls, call and function are the 5 levels
+    above it); ChatInputError naming `field` otherwise."""
+    try:
+        arguments = json.loads(text)
+    except ValueError as exc:
+        raise ChatInputError(i, field, f"is not JSON: {exc}") from None
+    except RecursionError:
+        raise ChatInputError(i, field, _too_deep(MAX_NESTING)) from None
+    if not isinstance(arguments, dict):
+        raise ChatInputError(i, field, "must be a JSON object")
+    if (at := _too_deep_at(arguments, MAX_NESTING - 5)) is not None:
+        raise ChatInputError(i, f"{field}{at}", _too_deep(MAX_NESTING))
+    return arguments
 
 
 def check_tools(raw: list[Any] | None) -> list[dict[str, Any]] | None:

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta, Struct
 
+from service.bpe.deadline import checkpoint
 from service.errors import ChatInputError, ImageInputError, ImagesNotCountedError
 from service.models import image_headers
 from service.models.conversation import TextPart
@@ -196,6 +197,7 @@ def _sized(
         what = "is a stored file" if stored else "is a URL"
         raise ImageInputError(i, data_field, f"{what}, never fetched: give the image's width "
                               "and height with it, or send it as base64")  # fmt: skip
+    checkpoint()  # a JPEG's header may take 1,024 reads: thousands of them are seconds of work
     try:
         _, w, h = image_headers.size(_base64_reader(data))
     except ValueError as exc:

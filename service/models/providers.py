@@ -21,13 +21,13 @@ the message index and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from service.errors import ChatInputError
 from service.models import images
+from service.models.conversation import parse_arguments
 
 Messages = list[dict[str, Any]]
 
@@ -234,11 +234,8 @@ def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _arguments(raw: Any, i: int, where: str) -> dict[str, Any]:
     """A function call's arguments: a JSON object, or a string holding one."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise ChatInputError(i, where, f"is not JSON: {exc}") from None
+    if isinstance(raw, str):  # its nesting checked as it is parsed (an object's, as decoded)
+        return parse_arguments(raw, i, where)
     if not isinstance(raw, dict):
         raise ChatInputError(i, where, "must be a JSON object")
     return raw

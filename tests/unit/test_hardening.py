@@ -4,14 +4,20 @@ boundary, output sizes, the piece cache and the lone-surrogate scan."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import tracemalloc
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+from litestar.exceptions import ValidationException
 
-from service.api.wire.bodies import _refuse_lone_surrogates
+from service.api.wire.bodies import _refuse_lone_surrogates, decode_body
 from service.api.wire.lines import LineDecoder
+from service.api.wire.models import ChatCountRequest, EstimateRequest
 from service.bpe import PythonEngine, Tokenizer
 from service.bpe.engine import MAX_CACHED_PIECE
 from service.errors import (
@@ -24,7 +30,7 @@ from service.errors import (
     UnknownIdError,
 )
 from service.runtime import engine_factory
-from service.settings import BUNDLED_STORE
+from service.settings import BUNDLED_STORE, Settings
 from service.store.manifest import MAX_ENTRIES, Manifest, ManifestEntry, check_manifest
 from service.store.reading import read_bounded, read_verified
 from service.store.registry import load_store
@@ -187,3 +193,25 @@ def test_a_lone_surrogate_escape_is_named(body: bytes, offset: int) -> None:
 
 def test_pairs_and_non_surrogate_escapes_pass() -> None:
     _refuse_lone_surrogates(rb'{"t": "\ud7ff \ud83d\ude00 \\ud800"' * 1000)
+
+
+@pytest.mark.parametrize("kind", [ChatCountRequest, EstimateRequest])
+def test_ignored_openai_parameters_are_not_built_into_objects(kind: type[Any]) -> None:
+    """`stop` of 300,000 empty lists and a `logit_bias` of 100,000 keys (2 MB, ignored by the
+    count): kept as raw JSON, not ~20 MB of Python objects that the event loop allocated and
+    the garbage collector walked (a 5 MB body: 2 s of /healthz stall). They are still listed
+    in `ignored`, and still well-formed JSON or a 400."""
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stop": [[]] * 300_000,
+                       "logit_bias": {str(i): 1 for i in range(100_000)}, "seed": None,
+                       "temperature": 0}).encode()  # fmt: skip
+    decoder = msgspec.json.Decoder(kind)
+    tracemalloc.start()
+    try:
+        data = decode_body(decoder, body, Settings())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < len(body), peak  # 300,000 lists alone are ~17 MB
+    assert sorted(data.ignored()) == ["logit_bias", "stop", "temperature"]
+    with pytest.raises(ValidationException):
+        decode_body(decoder, body.replace(b'"temperature": 0', b'"temperature": [0,]'), Settings())

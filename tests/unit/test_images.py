@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from service.errors import ChatInputError, FormatError, ImageInputError
+from service.bpe.deadline import Deadline, within
+from service.errors import ChatInputError, FormatError, ImageInputError, WorkStoppedError
 from service.models import image_headers, image_rules, images
 from service.store.modelfile import (
     AnthropicImages,
@@ -288,3 +289,20 @@ def test_real_files_give_the_size_file_reports(name: str, kind: str) -> None:
     assert image_headers.size(reader(data)) == (kind, 16, 16)
     encoded = base64.b64encode(data).decode()
     assert image_headers.size(images._base64_reader(encoded)) == (kind, 16, 16)
+
+
+def test_reading_image_headers_stops_with_its_work() -> None:
+    """A JPEG may take 1,024 reads to reach its frame header; 5,000 of them in one request are
+    seconds of work, which ran on after the client had gone. Each image's read checks the work's
+    deadline: a stopped work reads no further (and work that is not stopped reads them all)."""
+    frame = b"\xc0\x00\x11\x08" + struct.pack(">HH", 300, 200) + b"\x03"  # height, width
+    jpeg = b"\xff\xd8" + b"\xff" * 1020 + frame
+    url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode()
+    part = {"type": "image_url", "image_url": {"url": url}}
+    messages = [{"role": "user", "content": [part] * 3}]
+    _, found = images.split(messages)
+    assert [(i.width, i.height) for i in found] == [(200, 300)] * 3
+    stopped = Deadline()
+    stopped.stop()
+    with within(stopped), pytest.raises(WorkStoppedError):
+        images.split(messages)

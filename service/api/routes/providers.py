@@ -13,7 +13,9 @@ from litestar.params import JSONBody
 from service.api.budget import check_output, run_work
 from service.api.dependencies import RegistryDep, WorkerDep
 from service.api.openapi import json_post
+from service.api.routes.encoding import PIECES_COST
 from service.api.routes.models import work_size
+from service.api.wire import pieces as token_pieces
 from service.api.wire.providers import (
     AnthropicCountRequest,
     DetokenizeRequest,
@@ -24,7 +26,6 @@ from service.api.wire.providers import (
     TokenizeRequest,
     TokenizeResponse,
 )
-from service.bpe import pieces
 from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
 from service.models import billing, providers
@@ -80,6 +81,14 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
     model = registry.resolve_model(data.model)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
+    def ids_and_strs(deadline: Deadline) -> tuple[list[int], list[str] | None]:
+        tokens = ids(deadline)
+        if not data.return_token_strs:
+            return tokens, None
+        strs, size = token_pieces.token_strs(tok, tokens)
+        check_output(worker.settings, size + 8 * len(tokens), "bytes of tokens and token_strs")
+        return tokens, strs
+
     def ids(deadline: Deadline) -> list[int]:
         if (data.prompt is None) == (data.messages is None):
             raise ChatInputError(None, "prompt", "give exactly one of prompt or messages")
@@ -98,12 +107,8 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
 
     kwargs = data.chat_template_kwargs
     size = len(data.prompt or "") + work_size(data.messages or [], data.tools, kwargs, False)
-    tokens = await run_work(size, ids)
-    strs = None
-    if data.return_token_strs:
-        check_output(worker.settings, tok.decoded_size(tokens) * 3)
-        strs = [p if isinstance(p, str) else p.decode("utf-8", "replace")
-                for p in pieces.pieces(tok, tokens)]  # fmt: skip
+    tokens, strs = await run_work(size * (PIECES_COST if data.return_token_strs else 1),
+                                  ids_and_strs)  # fmt: skip
     return TokenizeResponse(count=len(tokens), max_model_len=model.profile.context_window,
                             tokens=tokens, token_strs=strs)  # fmt: skip
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec import Meta
+import msgspec
+from msgspec import Meta, Raw
 
 from service.api.wire.tokens import RequestBody, ResponseBody, TokenizerRef, doc
 from service.models.conversation import check_nesting
@@ -99,41 +100,45 @@ class ModelRef(ResponseBody, frozen=True):
     sha256: Annotated[str, doc("sha256 of the model profile file, hex", _SHA)]
 
 
+ABSENT = msgspec.field(default_factory=Raw)  # an ignored parameter not given: b""
 _IGNORED = "an OpenAI chat-completions parameter: accepted, not counted, listed in `ignored`"
 
 
 class ChatRequestParams(RequestBody, frozen=True):
     """The parameters of an OpenAI chat-completions request that do not change its input
     tokens: a whole request body is accepted as it is sent, and the answer lists what it
-    ignored. (Any other unknown field is still a 400, so a typo is not silently dropped.)"""
+    ignored. (Any other unknown field is still a 400, so a typo is not silently dropped.)
+    Each is kept as its raw JSON (checked well-formed, never built into objects): a `logit_bias`
+    of a million keys or `stop` of a million lists cost the event loop seconds of allocation
+    and garbage collection as `Any`."""
 
-    model: Annotated[Any, doc(_IGNORED + " (the path names the model)")] = None
-    temperature: Annotated[Any, doc(_IGNORED)] = None
-    top_p: Annotated[Any, doc(_IGNORED)] = None
-    n: Annotated[Any, doc(_IGNORED)] = None
-    stream: Annotated[Any, doc(_IGNORED)] = None
-    stream_options: Annotated[Any, doc(_IGNORED)] = None
-    stop: Annotated[Any, doc(_IGNORED)] = None
-    presence_penalty: Annotated[Any, doc(_IGNORED)] = None
-    frequency_penalty: Annotated[Any, doc(_IGNORED)] = None
-    logit_bias: Annotated[Any, doc(_IGNORED)] = None
-    logprobs: Annotated[Any, doc(_IGNORED)] = None
-    top_logprobs: Annotated[Any, doc(_IGNORED)] = None
-    seed: Annotated[Any, doc(_IGNORED)] = None
-    user: Annotated[Any, doc(_IGNORED)] = None
-    response_format: Annotated[Any, doc(_IGNORED)] = None
-    tool_choice: Annotated[Any, doc(_IGNORED)] = None
-    parallel_tool_calls: Annotated[Any, doc(_IGNORED)] = None
-    service_tier: Annotated[Any, doc(_IGNORED)] = None
-    store: Annotated[Any, doc(_IGNORED)] = None
-    metadata: Annotated[Any, doc(_IGNORED)] = None
-    reasoning_effort: Annotated[Any, doc(_IGNORED)] = None
-    verbosity: Annotated[Any, doc(_IGNORED)] = None
-    modalities: Annotated[Any, doc(_IGNORED)] = None
-    prediction: Annotated[Any, doc(_IGNORED)] = None
-    prompt_cache_key: Annotated[Any, doc(_IGNORED)] = None
-    safety_identifier: Annotated[Any, doc(_IGNORED)] = None
-    web_search_options: Annotated[Any, doc(_IGNORED)] = None
+    model: Annotated[Raw, doc(_IGNORED + " (the path names the model)")] = ABSENT
+    temperature: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    top_p: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    n: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    stream: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    stream_options: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    stop: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    presence_penalty: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    frequency_penalty: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    logit_bias: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    logprobs: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    top_logprobs: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    seed: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    user: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    response_format: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    tool_choice: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    parallel_tool_calls: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    service_tier: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    store: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    metadata: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    reasoning_effort: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    verbosity: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    modalities: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    prediction: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    prompt_cache_key: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    safety_identifier: Annotated[Raw, doc(_IGNORED)] = ABSENT
+    web_search_options: Annotated[Raw, doc(_IGNORED)] = ABSENT
     max_tokens: Annotated[Tokens | None, doc("the older name of `max_completion_tokens`")] = None
     max_completion_tokens: Annotated[
         Tokens | None, doc("the request's output limit: what an estimate prices as the output")
@@ -143,7 +148,7 @@ class ChatRequestParams(RequestBody, frozen=True):
         """The OpenAI parameters this body carries that the count does not use (None: none)."""
         used = ("max_tokens", "max_completion_tokens") if isinstance(self, EstimateRequest) else ()
         names = [name for name in _OPENAI_PARAMS
-                 if name not in used and getattr(self, name) is not None]  # fmt: skip
+                 if name not in used and _given(getattr(self, name))]  # fmt: skip
         return names or None
 
 
@@ -292,6 +297,11 @@ class EstimateResponse(ResponseBody, frozen=True):
     ignored: Annotated[
         list[str] | None, doc("OpenAI request parameters the body carried and the count ignored")
     ] = None
+
+
+def _given(value: object) -> bool:
+    """Whether a parameter was sent, other than as null (a raw one, or `max_tokens`)."""
+    return value is not None and not (isinstance(value, Raw) and bytes(value) in (b"", b"null"))
 
 
 _OPENAI_PARAMS = tuple(

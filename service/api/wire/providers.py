@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from service.api.wire.tokens import RequestBody, ResponseBody, doc
+from service.models.conversation import check_nesting
 
 _MODEL = "a model in the store: a name, an alias or `name@version`"
 _TOOLS = "tool definitions offered to the model, in the provider's own shape"
@@ -35,6 +36,9 @@ class AnthropicCountRequest(ProviderRequest, frozen=True, forbid_unknown_fields=
     ] = None
     tools: Annotated[list[dict[str, Any]] | None, doc(_TOOLS)] = None
 
+    def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
+        check_nesting(self.messages, self.tools, None)
+
 
 class InputTokens(ResponseBody, frozen=True):
     """Anthropic's answer: the conversation's input tokens."""
@@ -51,6 +55,9 @@ class ResponsesInputRequest(ProviderRequest, frozen=True, forbid_unknown_fields=
     ] = ""
     instructions: Annotated[str | None, doc("the system (developer) instructions")] = None
     tools: Annotated[list[dict[str, Any]] | None, doc(_TOOLS)] = None
+
+    def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
+        check_nesting(None if isinstance(self.input, str) else self.input, self.tools, None)
 
 
 class ResponsesInputTokens(ResponseBody, frozen=True):
@@ -76,6 +83,9 @@ class TokenizeRequest(ProviderRequest, frozen=True, forbid_unknown_fields=False)
     return_token_strs: Annotated[
         bool, doc("also return each token's text (U+FFFD where a character is split)")
     ] = False
+
+    def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
+        check_nesting(self.messages, self.tools, self.chat_template_kwargs)
 
 
 class TokenizeResponse(ResponseBody, frozen=True):
