@@ -88,10 +88,8 @@ class Assembler:
         if not self._started and data:
             data = self._start(data)
         text = self._feed(data, first=first)
-        if self.matcher is None or not text:
-            return text
-        if not self.held and self.matcher.firsts.isdisjoint(text):
-            return text  # nothing held, and no character here can begin a stop string
+        if self.matcher is None or not (self.held or self.matcher.gate.search(text)):
+            return text  # nothing held, and nothing here can begin a stop string
         return self._emit(text)
 
     def _bound_decode(self) -> Callable[[Sequence[int]], str]:
@@ -105,15 +103,15 @@ class Assembler:
                 return feed(to_bytes(ids if keeps_all(ids) else [i for i in ids if i not in skip]))
 
             return decode_skipping
-        no_first = self.matcher.firsts.isdisjoint
+        gate = self.matcher.gate.search
 
         def decode(ids: Sequence[int]) -> str:
             if skip and not keeps_all(ids):
                 ids = [i for i in ids if i not in skip]
             text = feed(to_bytes(ids))
-            if not text or (not self.held and no_first(text)):
-                return text
-            return emit(text)
+            if self.held or gate(text):
+                return emit(text)
+            return text
 
         return decode
 
@@ -136,21 +134,25 @@ class Assembler:
         return data if self._lead is None else self._lead(data)
 
     def _emit(self, text: str) -> str:
-        """Whole stop strings are looked for with `str` searches over the held text and `text`
-        (the held text holds none); only the end of the window, at most the longest stop string
-        less one character, is stepped through to find what to hold back."""
+        """The held text and `text` are searched by the matcher's gate; only from where it finds
+        that a stop string or the suffix to hold back may begin is the window stepped through."""
         matcher = self.matcher
         if matcher is None or not text:
             return text
-        window = self.held + text
-        if matcher.whole.search(window):
-            _, end, index = matcher.scan(window, 0)
-            stop = matcher.stops[index]
-            self._end(stop)
-            return window[: end if self.include_stop else end - len(stop)]
-        keep = matcher.held_length(window)
-        self.held = window[len(window) - keep :]
-        return window[: len(window) - keep]
+        window = self.held + text if self.held else text
+        found = matcher.gate.search(window)
+        if found is None:
+            self.held = ""
+            return window
+        start = found.start()
+        node, end, index = matcher.scan(window[start:], 0)
+        if end < 0:
+            cut = len(window) - matcher.depth[node]
+            self.held = window[cut:]
+            return window[:cut]
+        stop = matcher.stops[index]
+        self._end(stop)
+        return window[: start + (end if self.include_stop else end - len(stop))]
 
     # --- stateless streams ---------------------------------------------------------------------
 

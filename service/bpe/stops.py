@@ -2,11 +2,10 @@
 
 `StopMatcher` is an Aho-Corasick automaton over the stop strings: a node is the longest suffix of
 the text read so far that is a prefix of some stop string, so reading a text steps through each
-character once (amortized), however the stop strings overlap. Stepping is Python, so the common
-cases are answered in C first: a regex of the stop strings says whether any is in a text, a regex
-of their first characters skips to where one can begin, and a text whose end holds none of the
-characters of a proper prefix holds nothing back. Only the last `longest - 1` characters of a text
-decide what is held back; short texts, which repeat (one token's text), are remembered.
+character once (amortized), however the stop strings overlap. Stepping is Python, so a text is
+first searched in C by `gate`, one regex that finds the first place where either a stop string or
+a suffix that can be held back may begin; almost every piece of a stream has none, and where one
+has, only the text from that place on is stepped through.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_REMEMBERED, _REMEMBERED_CHARS = 1024, 16  # held lengths of short texts kept per matcher
+_SPELLED = 16  # characters of each stop string's prefix that the gate checks one by one
 
 
 class StopMatcher:
@@ -48,12 +47,9 @@ class StopMatcher:
                     out[child] = out[fail[child]]  # the longest stop string ending here
                 queue.append(child)
         self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
-        self.firsts = frozenset(stop[0] for stop in self.stops)
-        self.longest = max(map(len, self.stops))
-        self._held: dict[str, int] = {}  # short text -> held_length(text)
-        self.whole = re.compile("|".join(map(re.escape, self.stops)))  # is any in a text?
-        self.inner = frozenset("".join(stop[:-1] for stop in self.stops))  # in proper prefixes
-        self._first = re.compile("[" + "".join(map(re.escape, sorted(self.firsts))) + "]")
+        firsts = sorted({stop[0] for stop in self.stops})
+        self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
+        self.gate = _gate(self.stops)
 
     def scan(self, text: str, node: int) -> tuple[int, int, int]:
         """Read `text` from `node`: (node, end, stop index) at the first stop string that ends
@@ -75,25 +71,25 @@ class StopMatcher:
                 return node, i, out[node]
         return node, -1, -1
 
-    def held_length(self, text: str) -> int:
-        """The length of the longest suffix of `text` (which holds no stop string) that is a
-        proper prefix of a stop string: only the last `longest - 1` characters are read, and
-        short texts, which repeat (a token's text), are remembered."""
-        known = self._held.get(text)
-        if known is not None:
-            return known
-        tail = text[max(0, len(text) - self.longest + 1) :]
-        if text[-1] not in self.inner or self.firsts.isdisjoint(tail):
-            keep = 0
-        else:
-            keep = self.depth[self.walk(tail)]
-        if len(text) <= _REMEMBERED_CHARS:
-            if len(self._held) >= _REMEMBERED:
-                self._held.clear()
-            self._held[text] = keep
-        return keep
-
     def walk(self, text: str) -> int:
         """The node after reading `text` from the start, or -1 if a stop string ends in it."""
         node, end, _ = self.scan(text, 0)
         return -1 if end >= 0 else node
+
+
+def _gate(stops: Sequence[str]) -> re.Pattern[str]:
+    """A regex whose first match in a text starts where the first stop string in it or its
+    held-back suffix may begin (or nowhere): each stop string, and each one's proper prefixes at
+    the end of the text. A prefix is spelled out for its first `_SPELLED` characters, past them
+    only its length is checked, which keeps the pattern small; the automaton decides the rest.
+    Every alternative starts with a literal character, so the search skips ahead in C."""
+    alternatives = [re.escape(stop) for stop in stops]
+    for stop in stops:
+        prefix = stop[:-1]
+        if prefix:
+            spelled, unspelled = prefix[:_SPELLED], len(prefix) - _SPELLED
+            pattern = re.escape(spelled[-1]) + (f".{{0,{unspelled}}}+" if unspelled > 0 else "")
+            for char in reversed(spelled[:-1]):
+                pattern = f"{re.escape(char)}(?:{pattern})?"
+            alternatives.append(pattern + r"\Z")
+    return re.compile("|".join(alternatives), re.DOTALL)
