@@ -44,17 +44,20 @@ class Assembler:
         stops: Sequence[str] = (),
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
+        kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
         lead: Lead | None = None,
         started: bool = False,
     ) -> None:
         """`decoder` holds the unfinished character; `to_bytes` gives the ids' bytes; `skip_ids`
-        are dropped; `lead` applies to the first bytes of the sequence (unless `started`)."""
+        are dropped (`kept_bytes`, if given, is `to_bytes` leaving their bytes out, cheaper than
+        filtering the ids); `lead` applies to the first bytes of the sequence (unless `started`)."""
         self.decoder = decoder
         self._feed = decoder.feed
         self._to_bytes = to_bytes
         self.matcher = StopMatcher(stops) if stops else None
         self.include_stop = include_stop
         self._skip = frozenset(skip_ids)
+        self._kept_bytes = kept_bytes or (self._filtered_bytes if self._skip else to_bytes)
         self._lead = lead
         self._started = started
         self.held = ""  # text that may begin a stop string
@@ -94,26 +97,24 @@ class Assembler:
 
     def _bound_decode(self) -> Callable[[Sequence[int]], str]:
         """`decode` once started: one call per generated id is the common case, so what it uses
-        is bound once and the checks that usually pass come first, one C call each."""
-        to_bytes, feed, emit, skip = self._to_bytes, self._feed, self._emit, self._skip
-        keeps_all = skip.isdisjoint
+        is bound once, and a chunk with nothing held costs one C search (the matcher's gate)."""
+        kept_bytes, feed, emit, take = self._kept_bytes, self._feed, self._emit, self._take
         if self.matcher is None:
-
-            def decode_skipping(ids: Sequence[int]) -> str:
-                return feed(to_bytes(ids if keeps_all(ids) else [i for i in ids if i not in skip]))
-
-            return decode_skipping
-        gate = self.matcher.gate.search
+            return lambda ids: feed(kept_bytes(ids))
+        gate, find = self.matcher.gate.search, self.matcher.find
 
         def decode(ids: Sequence[int]) -> str:
-            if skip and not keeps_all(ids):
-                ids = [i for i in ids if i not in skip]
-            text = feed(to_bytes(ids))
-            if self.held or gate(text):
+            text = feed(kept_bytes(ids))
+            if self.held:
                 return emit(text)
-            return text
+            found = gate(text)
+            return text if found is None else take(text, find(text, found))
 
         return decode
+
+    def _filtered_bytes(self, ids: Sequence[int]) -> bytes:
+        skip = self._skip
+        return self._to_bytes(ids if skip.isdisjoint(ids) else [i for i in ids if i not in skip])
 
     def _end(self, stop: str) -> None:
         self.stopped, self.held = stop, ""
@@ -134,25 +135,21 @@ class Assembler:
         return data if self._lead is None else self._lead(data)
 
     def _emit(self, text: str) -> str:
-        """The held text and `text` are searched by the matcher's gate; only from where it finds
-        that a stop string or the suffix to hold back may begin is the window stepped through."""
-        matcher = self.matcher
-        if matcher is None or not text:
+        """The held text and `text` are searched together (the held text holds no stop string)."""
+        if self.matcher is None or not text:
             return text
-        window = self.held + text if self.held else text
-        found = matcher.gate.search(window)
-        if found is None:
-            self.held = ""
-            return window
-        start = found.start()
-        node, end, index = matcher.scan(window[start:], 0)
-        if end < 0:
-            cut = len(window) - matcher.depth[node]
+        window = self.held + text
+        return self._take(window, self.matcher.find(window))
+
+    def _take(self, window: str, found: tuple[int, int]) -> str:
+        """What may leave of `window` leaves, a suffix that may begin a stop string is held."""
+        cut, index = found
+        if index < 0:
             self.held = window[cut:]
             return window[:cut]
-        stop = matcher.stops[index]
+        stop = self.matcher.stops[index]  # type: ignore[union-attr]
         self._end(stop)
-        return window[: start + (end if self.include_stop else end - len(stop))]
+        return window[: cut if self.include_stop else cut - len(stop)]
 
     # --- stateless streams ---------------------------------------------------------------------
 
@@ -180,6 +177,7 @@ class Assembler:
         stops: Sequence[str] = (),
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
+        kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
         lead: Lead | None = None,
         text_step: TextStep | None = None,
     ) -> Assembler:
@@ -187,7 +185,7 @@ class Assembler:
         the same `stop` and `include_stop_str_in_output` on every step. `text_step`: a format v2
         decoder's text steps (`Tokenizer.text_step`)."""
         options = {"stops": stops, "include_stop": include_stop, "skip_ids": skip_ids,
-                   "lead": lead}  # fmt: skip
+                   "kept_bytes": kept_bytes, "lead": lead}  # fmt: skip
         if not state or not state.startswith(_STATE_PREFIX):
             if state and stops:
                 raise StreamOptionError("stop", "the stream was started without stop strings")

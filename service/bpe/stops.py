@@ -3,9 +3,10 @@
 `StopMatcher` is an Aho-Corasick automaton over the stop strings: a node is the longest suffix of
 the text read so far that is a prefix of some stop string, so reading a text steps through each
 character once (amortized), however the stop strings overlap. Stepping is Python, so a text is
-first searched in C by `gate`, one regex that finds the first place where either a stop string or
-a suffix that can be held back may begin; almost every piece of a stream has none, and where one
-has, only the text from that place on is stepped through.
+first searched in C by `gate`, one regex that finds the first place where a stop string or a
+suffix to hold back may begin; almost every piece of a stream has none. Where one has, the
+gate's match is the suffix to hold back when the stop strings are short and none lies inside
+another's prefix; otherwise the automaton steps from there on.
 """
 
 from __future__ import annotations
@@ -49,7 +50,25 @@ class StopMatcher:
         self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
         firsts = sorted({stop[0] for stop in self.stops})
         self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
-        self.gate = _gate(self.stops)
+        self.gate = re.compile("|".join(map(_stop_or_prefix, self.stops)), re.DOTALL)
+        """Its first match starts where the first stop string or the suffix to hold back may
+        begin in a text (no match: neither is there)."""
+        self._exact = max(map(len, self.stops)) <= _SPELLED + 1 and not any(
+            inner in stop[:-1] for stop in self.stops for inner in self.stops
+        )  # a match of the gate that is no stop string is exactly the suffix to hold back
+
+    def find(self, text: str, found: re.Match[str] | None = None) -> tuple[int, int]:
+        """(cut, index): stop string `index` ends at `cut` in `text`, the first to end (the
+        longest of those ending there); or, index -1, none does and `text[cut:]` is the longest
+        suffix that is a proper prefix of one. `found`: the gate's match, if searched already."""
+        found = found or self.gate.search(text)
+        if found is None:
+            return len(text), -1
+        start = found.start()
+        if self._exact and found.end() == len(text) and found[0] not in self.stops:
+            return start, -1
+        node, end, index = self.scan(text[start:], 0)
+        return (len(text) - self.depth[node], -1) if end < 0 else (start + end, index)
 
     def scan(self, text: str, node: int) -> tuple[int, int, int]:
         """Read `text` from `node`: (node, end, stop index) at the first stop string that ends
@@ -77,19 +96,16 @@ class StopMatcher:
         return -1 if end >= 0 else node
 
 
-def _gate(stops: Sequence[str]) -> re.Pattern[str]:
-    """A regex whose first match in a text starts where the first stop string in it or its
-    held-back suffix may begin (or nowhere): each stop string, and each one's proper prefixes at
-    the end of the text. A prefix is spelled out for its first `_SPELLED` characters, past them
-    only its length is checked, which keeps the pattern small; the automaton decides the rest.
-    Every alternative starts with a literal character, so the search skips ahead in C."""
-    alternatives = [re.escape(stop) for stop in stops]
-    for stop in stops:
-        prefix = stop[:-1]
-        if prefix:
-            spelled, unspelled = prefix[:_SPELLED], len(prefix) - _SPELLED
-            pattern = re.escape(spelled[-1]) + (f".{{0,{unspelled}}}+" if unspelled > 0 else "")
-            for char in reversed(spelled[:-1]):
-                pattern = f"{re.escape(char)}(?:{pattern})?"
-            alternatives.append(pattern + r"\Z")
-    return re.compile("|".join(alternatives), re.DOTALL)
+def _stop_or_prefix(stop: str) -> str:
+    """A regex for `stop`, or a proper prefix of it that ends the text: spelled out for its first
+    `_SPELLED` characters; past them only the length is checked (the automaton decides), which
+    keeps the pattern small. It starts with a literal character, so the search skips ahead in C."""
+    if len(stop) == 1:
+        return re.escape(stop)
+    cut = min(len(stop) - 1, _SPELLED)
+    pattern = re.escape(stop[cut:]) + r"|\Z"
+    if len(stop) - 1 > cut:
+        pattern += f"|.{{1,{len(stop) - 1 - cut}}}+\\Z"
+    for char in reversed(stop[1:cut]):
+        pattern = f"{re.escape(char)}(?:{pattern})|\\Z"
+    return f"{re.escape(stop[0])}(?:{pattern})"
