@@ -98,15 +98,16 @@ class Assembler:
     def _bound_decode(self) -> Callable[[Sequence[int]], str]:
         """`decode` once started: one call per generated id is the common case, so what it uses
         is bound once, and a chunk with nothing held costs one C search (the matcher's gate)."""
-        kept_bytes, feed, emit, take = self._kept_bytes, self._feed, self._emit, self._take
+        kept_bytes, feed, take = self._kept_bytes, self._feed, self._take
         if self.matcher is None:
             return lambda ids: feed(kept_bytes(ids))
         gate, find = self.matcher.gate.search, self.matcher.find
 
         def decode(ids: Sequence[int]) -> str:
             text = feed(kept_bytes(ids))
-            if self.held:
-                return emit(text)
+            held = self.held
+            if held:  # searched together (the held text holds no stop string)
+                text, self.held = held + text, ""
             found = gate(text)
             return text if found is None else take(text, find(text, found))
 
