@@ -114,6 +114,7 @@ class Assembler:
         return decode
 
     def _filtered_bytes(self, ids: Sequence[int]) -> bytes:
+        """`to_bytes` of the ids not in `skip_ids` (without a `kept_bytes`)."""
         skip = self._skip
         return self._to_bytes(ids if skip.isdisjoint(ids) else [i for i in ids if i not in skip])
 
