@@ -50,7 +50,7 @@ class StopMatcher:
         self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
         firsts = sorted({stop[0] for stop in self.stops})
         self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
-        self.gate = re.compile("|".join(map(_stop_or_prefix, self.stops)), re.DOTALL)
+        self.gate = _gate(self.stops)
         """Its first match starts where the first stop string or the suffix to hold back may
         begin in a text (no match: neither is there)."""
         self._exact = max(map(len, self.stops)) <= _SPELLED + 1 and not any(
@@ -96,16 +96,25 @@ class StopMatcher:
         return -1 if end >= 0 else node
 
 
-def _stop_or_prefix(stop: str) -> str:
-    """A regex for `stop`, or a proper prefix of it that ends the text: spelled out for its first
-    `_SPELLED` characters; past them only the length is checked (the automaton decides), which
-    keeps the pattern small. It starts with a literal character, so the search skips ahead in C."""
-    if len(stop) == 1:
-        return re.escape(stop)
+def _gate(stops: Sequence[str]) -> re.Pattern[str]:
+    """The stop strings, grouped by their first character (so the regex compiler merges what they
+    share and a text that keeps almost matching costs no more per character than one stop string),
+    and each one's proper prefixes at the end of the text. Every alternative starts with a literal
+    character, so the search skips ahead in C."""
+    alternatives = []
+    for first in dict.fromkeys(stop[0] for stop in stops):
+        rests = [re.escape(stop[1:]) for stop in stops if stop[0] == first]
+        alternatives.append(re.escape(first) + ("" if "" in rests else f"(?:{'|'.join(rests)})"))
+    alternatives += [_prefix_at_end(stop) for stop in stops if len(stop) > 1]
+    return re.compile("|".join(alternatives), re.DOTALL)
+
+
+def _prefix_at_end(stop: str) -> str:
+    """A proper prefix of `stop` that ends the text: its first character, then a look at the
+    length left (one step), then the next characters spelled out up to `_SPELLED`; past them only
+    the length is checked (the automaton decides), which keeps the pattern small."""
     cut = min(len(stop) - 1, _SPELLED)
-    pattern = re.escape(stop[cut:]) + r"|\Z"
-    if len(stop) - 1 > cut:
-        pattern += f"|.{{1,{len(stop) - 1 - cut}}}+\\Z"
+    pattern = r"\Z" if cut == len(stop) - 1 else r".*+\Z"
     for char in reversed(stop[1:cut]):
         pattern = f"{re.escape(char)}(?:{pattern})|\\Z"
-    return f"{re.escape(stop[0])}(?:{pattern})"
+    return f"{re.escape(stop[0])}(?=.{{0,{len(stop) - 2}}}+\\Z)(?:{pattern})"
