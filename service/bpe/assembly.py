@@ -44,17 +44,20 @@ class Assembler:
         stops: Sequence[str] = (),
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
+        kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
         lead: Lead | None = None,
         started: bool = False,
     ) -> None:
         """`decoder` holds the unfinished character; `to_bytes` gives the ids' bytes; `skip_ids`
-        are dropped; `lead` applies to the first bytes of the sequence (unless `started`)."""
+        are dropped (`kept_bytes`, if given, is `to_bytes` leaving their bytes out, cheaper than
+        filtering the ids); `lead` applies to the first bytes of the sequence (unless `started`)."""
         self.decoder = decoder
         self._feed = decoder.feed
         self._to_bytes = to_bytes
         self.matcher = StopMatcher(stops) if stops else None
         self.include_stop = include_stop
         self._skip = frozenset(skip_ids)
+        self._kept_bytes = kept_bytes or (self._filtered_bytes if self._skip else to_bytes)
         self._lead = lead
         self._started = started
         self.held = ""  # text that may begin a stop string
@@ -88,34 +91,32 @@ class Assembler:
         if not self._started and data:
             data = self._start(data)
         text = self._feed(data, first=first)
-        if self.matcher is None or not text:
-            return text
-        if not self.held and self.matcher.firsts.isdisjoint(text):
-            return text  # nothing held, and no character here can begin a stop string
+        if self.matcher is None or not (self.held or self.matcher.gate.search(text)):
+            return text  # nothing held, and nothing here can begin a stop string
         return self._emit(text)
 
     def _bound_decode(self) -> Callable[[Sequence[int]], str]:
         """`decode` once started: one call per generated id is the common case, so what it uses
-        is bound once and the checks that usually pass come first, one C call each."""
-        to_bytes, feed, emit, skip = self._to_bytes, self._feed, self._emit, self._skip
-        keeps_all = skip.isdisjoint
+        is bound once, and a chunk with nothing held costs one C search (the matcher's gate)."""
+        kept_bytes, feed, take = self._kept_bytes, self._feed, self._take
         if self.matcher is None:
-
-            def decode_skipping(ids: Sequence[int]) -> str:
-                return feed(to_bytes(ids if keeps_all(ids) else [i for i in ids if i not in skip]))
-
-            return decode_skipping
-        no_first = self.matcher.firsts.isdisjoint
+            return lambda ids: feed(kept_bytes(ids))
+        gate, find = self.matcher.gate.search, self.matcher.find
 
         def decode(ids: Sequence[int]) -> str:
-            if skip and not keeps_all(ids):
-                ids = [i for i in ids if i not in skip]
-            text = feed(to_bytes(ids))
-            if not text or (not self.held and no_first(text)):
-                return text
-            return emit(text)
+            text = feed(kept_bytes(ids))
+            held = self.held
+            if held:  # searched together (the held text holds no stop string)
+                text, self.held = held + text, ""
+            found = gate(text)
+            return text if found is None else take(text, find(text, found))
 
         return decode
+
+    def _filtered_bytes(self, ids: Sequence[int]) -> bytes:
+        """`to_bytes` of the ids not in `skip_ids` (without a `kept_bytes`)."""
+        skip = self._skip
+        return self._to_bytes(ids if skip.isdisjoint(ids) else [i for i in ids if i not in skip])
 
     def _end(self, stop: str) -> None:
         self.stopped, self.held = stop, ""
@@ -136,21 +137,21 @@ class Assembler:
         return data if self._lead is None else self._lead(data)
 
     def _emit(self, text: str) -> str:
-        """Whole stop strings are looked for with `str` searches over the held text and `text`
-        (the held text holds none); only the end of the window, at most the longest stop string
-        less one character, is stepped through to find what to hold back."""
-        matcher = self.matcher
-        if matcher is None or not text:
+        """The held text and `text` are searched together (the held text holds no stop string)."""
+        if self.matcher is None or not text:
             return text
         window = self.held + text
-        if matcher.whole.search(window):
-            _, end, index = matcher.scan(window, 0)
-            stop = matcher.stops[index]
-            self._end(stop)
-            return window[: end if self.include_stop else end - len(stop)]
-        keep = matcher.held_length(window)
-        self.held = window[len(window) - keep :]
-        return window[: len(window) - keep]
+        return self._take(window, self.matcher.find(window))
+
+    def _take(self, window: str, found: tuple[int, int]) -> str:
+        """What may leave of `window` leaves, a suffix that may begin a stop string is held."""
+        cut, index = found
+        if index < 0:
+            self.held = window[cut:]
+            return window[:cut]
+        stop = self.matcher.stops[index]  # type: ignore[union-attr]
+        self._end(stop)
+        return window[: cut if self.include_stop else cut - len(stop)]
 
     # --- stateless streams ---------------------------------------------------------------------
 
@@ -178,6 +179,7 @@ class Assembler:
         stops: Sequence[str] = (),
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
+        kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
         lead: Lead | None = None,
         text_step: TextStep | None = None,
     ) -> Assembler:
@@ -185,7 +187,7 @@ class Assembler:
         the same `stop` and `include_stop_str_in_output` on every step. `text_step`: a format v2
         decoder's text steps (`Tokenizer.text_step`)."""
         options = {"stops": stops, "include_stop": include_stop, "skip_ids": skip_ids,
-                   "lead": lead}  # fmt: skip
+                   "kept_bytes": kept_bytes, "lead": lead}  # fmt: skip
         if not state or not state.startswith(_STATE_PREFIX):
             if state and stops:
                 raise StreamOptionError("stop", "the stream was started without stop strings")

@@ -58,9 +58,11 @@ def assembler_for(
                                               f"ids (got {len(prompt)})")  # fmt: skip
     if prompt and state:
         raise StreamOptionError("prompt_ids", "the stream has started: prime it on its first step")
-    skip = tokenizer.skipped_ids if options.skip_special_tokens else frozenset()
+    skip = options.skip_special_tokens
     out = Assembler.resume(tokenizer.decode_bytes, state, errors, stops=stops,
-                           include_stop=options.include_stop_str_in_output, skip_ids=skip,
+                           include_stop=options.include_stop_str_in_output,
+                           skip_ids=tokenizer.skipped_ids if skip else frozenset(),
+                           kept_bytes=tokenizer.kept_bytes if skip else None,
                            lead=tokenizer.lead, text_step=tokenizer.text_step)  # fmt: skip
     if prompt:
         try:

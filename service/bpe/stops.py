@@ -2,11 +2,11 @@
 
 `StopMatcher` is an Aho-Corasick automaton over the stop strings: a node is the longest suffix of
 the text read so far that is a prefix of some stop string, so reading a text steps through each
-character once (amortized), however the stop strings overlap. Stepping is Python, so the common
-cases are answered in C first: a regex of the stop strings says whether any is in a text, a regex
-of their first characters skips to where one can begin, and a text whose end holds none of the
-characters of a proper prefix holds nothing back. Only the last `longest - 1` characters of a text
-decide what is held back; short texts, which repeat (one token's text), are remembered.
+character once (amortized), however the stop strings overlap. Stepping is Python, so a text is
+first searched in C by `gate`, one regex that finds the first place where a stop string or a
+suffix to hold back may begin; almost every piece of a stream has none. Where one has, the
+gate's match is the suffix to hold back when the stop strings are short and none lies inside
+another's prefix; otherwise the automaton steps from there on.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_REMEMBERED, _REMEMBERED_CHARS = 1024, 16  # held lengths of short texts kept per matcher
+_SPELLED = 16  # characters of each stop string's prefix that the gate checks one by one
 
 
 class StopMatcher:
@@ -48,12 +48,27 @@ class StopMatcher:
                     out[child] = out[fail[child]]  # the longest stop string ending here
                 queue.append(child)
         self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
-        self.firsts = frozenset(stop[0] for stop in self.stops)
-        self.longest = max(map(len, self.stops))
-        self._held: dict[str, int] = {}  # short text -> held_length(text)
-        self.whole = re.compile("|".join(map(re.escape, self.stops)))  # is any in a text?
-        self.inner = frozenset("".join(stop[:-1] for stop in self.stops))  # in proper prefixes
-        self._first = re.compile("[" + "".join(map(re.escape, sorted(self.firsts))) + "]")
+        firsts = sorted({stop[0] for stop in self.stops})
+        self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
+        self.gate = _gate(self.stops)
+        """Its first match starts where the first stop string or the suffix to hold back may
+        begin in a text (no match: neither is there)."""
+        self._exact = max(map(len, self.stops)) <= _SPELLED + 1 and not any(
+            inner in stop[:-1] for stop in self.stops for inner in self.stops
+        )  # a match of the gate that is no stop string is exactly the suffix to hold back
+
+    def find(self, text: str, found: re.Match[str] | None = None) -> tuple[int, int]:
+        """(cut, index): stop string `index` ends at `cut` in `text`, the first to end (the
+        longest of those ending there); or, index -1, none does and `text[cut:]` is the longest
+        suffix that is a proper prefix of one. `found`: the gate's match, if searched already."""
+        found = found or self.gate.search(text)
+        if found is None:
+            return len(text), -1
+        start = found.start()
+        if self._exact and found.end() == len(text) and found[0] not in self.stops:
+            return start, -1
+        node, end, index = self.scan(text[start:], 0)
+        return (len(text) - self.depth[node], -1) if end < 0 else (start + end, index)
 
     def scan(self, text: str, node: int) -> tuple[int, int, int]:
         """Read `text` from `node`: (node, end, stop index) at the first stop string that ends
@@ -75,25 +90,31 @@ class StopMatcher:
                 return node, i, out[node]
         return node, -1, -1
 
-    def held_length(self, text: str) -> int:
-        """The length of the longest suffix of `text` (which holds no stop string) that is a
-        proper prefix of a stop string: only the last `longest - 1` characters are read, and
-        short texts, which repeat (a token's text), are remembered."""
-        known = self._held.get(text)
-        if known is not None:
-            return known
-        tail = text[max(0, len(text) - self.longest + 1) :]
-        if text[-1] not in self.inner or self.firsts.isdisjoint(tail):
-            keep = 0
-        else:
-            keep = self.depth[self.walk(tail)]
-        if len(text) <= _REMEMBERED_CHARS:
-            if len(self._held) >= _REMEMBERED:
-                self._held.clear()
-            self._held[text] = keep
-        return keep
-
     def walk(self, text: str) -> int:
         """The node after reading `text` from the start, or -1 if a stop string ends in it."""
         node, end, _ = self.scan(text, 0)
         return -1 if end >= 0 else node
+
+
+def _gate(stops: Sequence[str]) -> re.Pattern[str]:
+    """The stop strings, grouped by their first character (so the regex compiler merges what they
+    share and a text that keeps almost matching costs no more per character than one stop string),
+    and each one's proper prefixes at the end of the text. Every alternative starts with a literal
+    character, so the search skips ahead in C."""
+    alternatives = []
+    for first in dict.fromkeys(stop[0] for stop in stops):
+        rests = [re.escape(stop[1:]) for stop in stops if stop[0] == first]
+        alternatives.append(re.escape(first) + ("" if "" in rests else f"(?:{'|'.join(rests)})"))
+    alternatives += [_prefix_at_end(stop) for stop in stops if len(stop) > 1]
+    return re.compile("|".join(alternatives), re.DOTALL)
+
+
+def _prefix_at_end(stop: str) -> str:
+    """A proper prefix of `stop` that ends the text: its first character, then a look at the
+    length left (one step), then the next characters spelled out up to `_SPELLED`; past them only
+    the length is checked (the automaton decides), which keeps the pattern small."""
+    cut = min(len(stop) - 1, _SPELLED)
+    pattern = r"\Z" if cut == len(stop) - 1 else r".*+\Z"
+    for char in reversed(stop[1:cut]):
+        pattern = f"{re.escape(char)}(?:{pattern})|\\Z"
+    return f"{re.escape(stop[0])}(?=.{{0,{len(stop) - 2}}}+\\Z)(?:{pattern})"

@@ -88,6 +88,7 @@ class Tokenizer:
         self._table = table
         self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
         self._leads: list[int] | None = None  # built on first use (character_starts)
+        self._kept: list[bytes | None] | None = None  # built on first use (kept_bytes)
         self.n_vocab = len(table)
         """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
         array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
@@ -212,6 +213,22 @@ class Tokenizer:
             size = len(table)
             unknown = [i for i in ids if not 0 <= i < size or table[i] is None]
             raise UnknownIdError(unknown, self.defined_ids) from None
+
+    def kept_bytes(self, ids: Sequence[int]) -> bytes:
+        """`decode_bytes` with the bytes of `skipped_ids` left out (what `skip_special_tokens`
+        keeps): a second table where they are empty, so the ids need no filtering."""
+        kept = self._kept
+        if kept is None:  # two threads may both build it: the same list, harmless
+            kept = list(self._table)
+            for tid in self.skipped_ids:
+                kept[tid] = b""
+            self._kept = kept
+        try:
+            if ids and min(ids) < 0:
+                raise IndexError
+            return b"".join([kept[i] for i in ids])  # type: ignore[misc]
+        except (IndexError, TypeError):
+            return self.decode_bytes(ids)  # raises UnknownIdError naming them
 
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""

@@ -54,6 +54,8 @@ def run(tok: Tokenizer, chunks: list[list[int]], stops: list[str], include: bool
         ("a 🙂 b 日本語 c", ["日本", "🙂 b"]),  # stop strings of multi-byte characters
         ("no stop in here", ["zz", "q!"]),
         ("ends with a prefix: ST", ["STOP"]),  # held text is emitted at the end
+        ("say xab, then", ["xaby", "ab"]),  # one lies inside another's prefix
+        ("a " + "x" * 18 + "!", ["x" * 19 + "!", "x" * 30]),  # held past 16 characters
     ],
 )
 @pytest.mark.parametrize("include", [False, True])
@@ -86,6 +88,35 @@ def test_only_a_stop_strings_prefix_is_held_back(registry: Registry) -> None:
         assert emitted == so_far[: len(so_far) - held]
     assert emitted == expected(tok, ids, stops)[0]
     assert assembler.stopped == "ans"
+
+
+@pytest.mark.parametrize(
+    "stops",
+    [
+        ["w" * 19 + "vv"],  # longer than the characters the matcher's gate spells out
+        ["w" * 30, "wv", "vv w"],  # a long one, and short ones inside its prefixes
+        ["\n\nUser:", "ww\n", "v"],
+    ],
+)
+@pytest.mark.parametrize("skip", [False, True])
+def test_long_and_overlapping_stop_strings_hold_back_only_a_prefix(
+    registry: Registry, stops: list[str], skip: bool
+) -> None:
+    tok = registry.resolve("cl100k_base").tokenizer
+    text = "zz " + "w" * 19 + "v " + "w" * 25 + "\n<|endoftext|>\nUse " + "w" * 19 + "vv end"
+    ids = tok.encode(text, allowed_special="all")
+    options = AssemblyOptions(stop=stops, skip_special_tokens=skip)
+    assembler = assembler_for(tok, options, LIMITS)
+    kept = [i for i in ids if not skip or i not in tok.skipped_ids]
+    emitted = ""
+    for n, i in enumerate(ids, 1):
+        emitted += assembler.decode([i])
+        if assembler.stopped is not None:
+            break
+        so_far = tok.decode([i for i in ids[:n] if i in kept], "replace")
+        assert emitted == so_far[: len(so_far) - longest_held(so_far, stops)]
+    emitted += assembler.flush()
+    assert (emitted, assembler.stopped) == expected(tok, ids, stops, skip=skip)
 
 
 def test_nothing_is_emitted_after_the_stop(registry: Registry) -> None:

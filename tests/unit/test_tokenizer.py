@@ -84,6 +84,18 @@ def test_unknown_ids_are_named() -> None:
     assert "999" in str(err.value)
 
 
+def test_kept_bytes_leave_out_the_skipped_ids_only() -> None:
+    tok = make()
+    ids = [1000, 104, 1001, 257, 1000]
+    assert tok.skipped_ids == {1000, 1001}
+    assert tok.kept_bytes(ids) == tok.decode_bytes([104, 257]) == b"hhi!"
+    assert tok.decode_bytes(ids) == b"<|end|>h<|endoftext|>hi!<|end|>"
+    for bad in ([104, 999], [-1], [10**6]):
+        with pytest.raises(UnknownIdError) as err:
+            tok.kept_bytes(bad)
+        assert err.value.ids == [i for i in bad if i != 104]
+
+
 def test_lone_surrogate_is_a_clear_error() -> None:
     with pytest.raises(SurrogateError) as err:
         make().encode("ab\ud800c")
