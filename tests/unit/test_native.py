@@ -192,3 +192,13 @@ print(tok.encode("still serving"))
     assert "ERROR the native engine is NOT built" in done.stderr
     ids = json.loads(done.stdout)
     assert ids and all(isinstance(i, int) for i in ids)
+
+
+def test_a_pair_listed_twice_with_free_ids_keeps_its_first_rank() -> None:
+    """Free ids (a merge's rank is its position): a pair listed again later keeps its first,
+    lowest rank, as the reference does (the fuzz found the native table keeping the last)."""
+    merges = [(97, 97, 256), (256, 97, 256), (97, 97, 256)]
+    vocab = Vocabulary.build("pairs", merges, list(range(256)))
+    engine = NativeEngine(vocab, None)
+    for n in (2, 3, 4, 5, 15, 16, 17, 64, 65):
+        assert engine.merge_bytes(b"a" * n) == vocab.merge_piece(b"a" * n), n

@@ -160,7 +160,10 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
     memset(t->keys, 0xFF, (t->mask + 1) * sizeof *t->keys);
     const uint32_t *v = view.buf;
     if (free_ids && !(t->new_of = malloc((count + 1) * sizeof *t->new_of))) { PyErr_NoMemory(); goto done; }
-    for (size_t i = 0; i < count; i++) {
+    /* with free ids a pair listed twice keeps its first (lowest) rank, as the reference does:
+       insert from the last merge to the first, so the first overwrites the others */
+    for (size_t k = 0; k < count; k++) {
+        size_t i = free_ids ? count - 1 - k : k;
         if (v[3 * i + 2] >= NO_RANK) { PyErr_SetString(PyExc_ValueError, "id out of range"); goto done; }
         if (free_ids) t->new_of[i] = v[3 * i + 2];
         pt_insert(t, v[3 * i], v[3 * i + 1], free_ids ? (uint32_t)i : v[3 * i + 2]);
