@@ -27,6 +27,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath
 
 from service.api.worker import Worker
+from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer, Registry
 
 # what a handler or provider writes for each (the parameter's name selects the dependency)
@@ -49,6 +50,14 @@ async def ready(tokenizer: LoadedTokenizer) -> LoadedTokenizer:
     if tokenizer.built.built is None:
         await anyio.to_thread.run_sync(tokenizer.built.get)
     return tokenizer
+
+
+async def model_ready(registry: Registry, ref: str) -> LoadedModel:
+    """The model `ref` names, its tokenizer built first (off the event loop) if this is its
+    first use: a route that counts for a model never builds a vocabulary on the loop."""
+    model = registry.resolve_model(ref)
+    await ready(registry.resolve(model.tokenizer_ref))
+    return model
 
 
 def dependencies(worker: Worker) -> dict[str, Provide]:

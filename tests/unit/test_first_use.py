@@ -5,6 +5,7 @@ of the registry, `/readyz` says so, and `toksvc verify` (which builds everything
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
@@ -125,3 +126,36 @@ def test_a_file_edited_after_start_up_does_not_change_its_first_use(small: Path)
     assert lazy.resolve("gpt2").tokenizer.encode("hello world") == [31373, 995]
     assert lazy.complete
     assert not load_store(small, first_use=True).complete  # a new load sees the broken file
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/models/gpt-4o/count", {"messages": [{"role": "user", "content": "hi"}]}),
+    ("/v1/models/gpt-4o/estimate", {"text": "hi"}),
+    ("/v1/messages/count_tokens", {"model": "gpt-4o", "messages": [{"role": "user",
+                                                                    "content": "hi"}]}),
+    ("/v1/responses/input_tokens", {"model": "gpt-4o", "input": "hi"}),
+    ("/tokenize", {"model": "gpt-4o", "prompt": "hi"}),
+    ("/detokenize", {"model": "gpt-4o", "tokens": [5]}),
+])  # fmt: skip
+def test_a_model_route_builds_its_tokenizer_off_the_event_loop(
+    path: str, body: dict[str, Any]
+) -> None:
+    registry = load_store(BUNDLED_STORE, first_use=True)
+    holder = registry.resolve("o200k_base@1").built
+    build = holder._build
+    assert build is not None
+    on_loop: list[bool] = []
+
+    def watched() -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # no loop in this thread: a worker thread
+            on_loop.append(False)
+        return build()
+
+    holder._build = watched
+    with TestClient(create_app(Settings(), registry)) as client:
+        r = client.post(path, json=body)
+    assert r.status_code == 200, r.text
+    assert on_loop == [False]

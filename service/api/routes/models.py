@@ -9,7 +9,7 @@ import msgspec
 from litestar.params import FromPath, JSONBody
 
 from service.api.budget import run_work
-from service.api.dependencies import RegistryDep, WorkerDep
+from service.api.dependencies import RegistryDep, WorkerDep, model_ready
 from service.api.openapi import json_get, json_post
 from service.api.routes.catalog import ref_of
 from service.api.wire.models import (
@@ -115,6 +115,7 @@ async def count_chat(registry: RegistryDep, worker: WorkerDep, model: FromPath[s
     for them: rendered with the model's chat template or harmony format (exact), or by OpenAI's
     published per-message rule (`exact: false`). Per-message `messages`, `tools_tokens` and
     `overhead` add up to `input_tokens`. A malformed message is a 422 naming its index."""
+    await model_ready(registry, model)
     size = work_size(data.messages, data.tools, data.chat_template_kwargs, data.breakdown)
     counted = await run_work(size, lambda deadline: billing.count_conversation(
         registry, model, data.messages, data.tools, breakdown=data.breakdown,
@@ -146,6 +147,7 @@ async def estimate(registry: RegistryDep, worker: WorkerDep, model: FromPath[str
     what is left of the context window."""
     limit = next((n for n in (data.max_output_tokens, data.max_completion_tokens, data.max_tokens)
                   if n is not None), None)  # fmt: skip
+    await model_ready(registry, model)
     size = len(data.text or "") + work_size(data.messages or [], data.tools,
                                             data.chat_template_kwargs, breakdown=False)  # fmt: skip
     est = await run_work(size, lambda deadline: billing.estimate_request(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from litestar.params import JSONBody
 
 from service.api.budget import check_output, run_work
-from service.api.dependencies import RegistryDep, WorkerDep
+from service.api.dependencies import RegistryDep, WorkerDep, model_ready
 from service.api.openapi import json_post
 from service.api.routes.encoding import PIECES_COST
 from service.api.routes.models import work_size
@@ -46,6 +46,7 @@ async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
         chat = providers.from_anthropic(data.system, data.messages, data.tools)
         return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
 
+    await model_ready(registry, data.model)
     size = work_size([data.system, *data.messages], data.tools, None, breakdown=False)
     return InputTokens(input_tokens=await run_work(size, count))
 
@@ -65,6 +66,7 @@ async def responses_input_tokens(
         return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
 
     items = [data.input] if isinstance(data.input, str) else data.input
+    await model_ready(registry, data.model)
     size = work_size([data.instructions, *items], data.tools, None, breakdown=False)
     return ResponsesInputTokens(
         object="response.input_tokens", input_tokens=await run_work(size, count)
@@ -78,7 +80,7 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
     """vLLM's `/tokenize`: a `prompt` encoded by the model's tokenizer (special-token literals
     become their ids, as vLLM does), or `messages` rendered by the model's chat format (exact
     formats only: an estimated model has no ids)."""
-    model = registry.resolve_model(data.model)
+    model = await model_ready(registry, data.model)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
     def ids_and_strs(deadline: Deadline) -> tuple[list[int], list[str] | None]:
@@ -119,7 +121,7 @@ async def detokenize(registry: RegistryDep, worker: WorkerDep,
                      data: JSONBody[DetokenizeRequest]) -> DetokenizeResponse:  # fmt: skip
     """vLLM's `/detokenize`: ids decoded by the model's tokenizer, special tokens included, bytes
     of an unfinished character as U+FFFD."""
-    model = registry.resolve_model(data.model)
+    model = await model_ready(registry, data.model)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
     def text(_: Deadline) -> str:

@@ -49,7 +49,7 @@ async def decode_ws(
     await socket.accept()
     transport = SocketTransport(socket)
     try:
-        tokenizer = await ready(worker.serving().resolve(ref))
+        tokenizer = await ready(worker.serving().tokenizer_for(ref))
         session = StreamSession(worker, tokenizer, "websocket", errors=mode,
                                 usage=metered, model=model,
                                 idle_seconds=worker.settings.ws_idle_seconds)  # fmt: skip
