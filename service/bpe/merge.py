@@ -36,10 +36,9 @@ def merge_pairs(
     otherwise the new id is the rank."""
     if len(ids) < 2:
         return ids
-    if new_of is not None:
-        return _merge_free(ids, merges, new_of)
     if len(ids) >= LONG_PIECE:
-        return _merge_long(ids, lambda a, b: merges.get((a, b)), lambda a, b, r: r)
+        made_by = (lambda a, b, r: r) if new_of is None else (lambda a, b, r: new_of[r])
+        return _merge_long(ids, lambda a, b: merges.get((a, b)), made_by)
     get = merges.get
     ranks = [get(pair, _NONE) for pair in pairwise(ids)]
     while True:
@@ -47,30 +46,7 @@ def merge_pairs(
         if best == _NONE:
             return ids
         i = ranks.index(best)
-        ids[i] = best
-        del ids[i + 1]
-        del ranks[i]
-        if i > 0:
-            ranks[i - 1] = get((ids[i - 1], best), _NONE)
-        if i < len(ranks):
-            ranks[i] = get((best, ids[i + 1]), _NONE)
-        if not ranks:
-            return ids
-
-
-def _merge_free(
-    ids: list[int], merges: Mapping[tuple[int, int], int], new_of: Sequence[int]
-) -> list[int]:
-    if len(ids) >= LONG_PIECE:
-        return _merge_long(ids, lambda a, b: merges.get((a, b)), lambda a, b, r: new_of[r])
-    get = merges.get
-    ranks = [get(pair, _NONE) for pair in pairwise(ids)]
-    while True:
-        best = min(ranks)
-        if best == _NONE:
-            return ids
-        i = ranks.index(best)
-        made = ids[i] = new_of[best]
+        made = ids[i] = best if new_of is None else new_of[best]
         del ids[i + 1]
         del ranks[i]
         if i > 0:
