@@ -12,9 +12,10 @@ from service import cli_options
 from service.bpe import train
 from service.errors import ConfigError
 from service.store import presets
+from service.store.chatconfig import ChatNaming, profile_from_config
 from service.store.fileformat import TokenizerFile
 from service.store.importers import add_model, add_prices, import_files, trained_file
-from service.store.manifest import ManifestEntry, add_to_store
+from service.store.manifest import ManifestEntry, add_entry, add_to_store
 from service.store.modelfile import OpenAIEstimateChat
 from service.store.registry import listed_refs
 from service.store.sources import Naming
@@ -74,6 +75,7 @@ def add_commands(
     )
     p.add_argument("--pattern", help="a preset pattern name, a regex, or none (overrides --preset)")
     _metadata_args(p)
+    _chat_args(p)
     p.set_defaults(run=_import)
 
     p = sub.add_parser("verify", parents=[reading], help="check every manifest entry")
@@ -93,6 +95,39 @@ def _metadata_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-default", action="store_true", help="do not make this version the name's default"
     )
+
+
+def _chat_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("a model profile from the same package (tokenizer imports)")
+    g.add_argument(
+        "--chat-config",
+        type=Path,
+        help="its tokenizer_config.json: the chat template (verbatim), bos and eos become the "
+        "model profile --model, on the tokenizer imported",
+    )
+    g.add_argument("--model", help="the profile's name (default: --name); its version is --version")
+    g.add_argument(
+        "--context-window",
+        type=int,
+        help="default: the config's model_max_length, when it is a real limit",
+    )
+    g.add_argument("--max-output-tokens", type=int, help="default: the whole context window")
+    g.add_argument("--image-tokens", type=int, help="tokens per image (a fixed rule; Gemma 3: 260)")
+
+
+def _chat_profile(args: argparse.Namespace, tf: TokenizerFile) -> bytes | None:
+    """The profile `--chat-config` asks for, checked before anything is written."""
+    if args.chat_config is None:
+        if args.model or args.context_window or args.max_output_tokens or args.image_tokens:
+            raise ConfigError("--model, --context-window, --max-output-tokens and "
+                              "--image-tokens go with --chat-config")  # fmt: skip
+        return None
+    literals = {*tf.special_tokens, *tf.nonspecial_tokens,
+                *(a.content for a in tf.added_tokens or [])}  # fmt: skip
+    naming = ChatNaming(args.model or args.name, args.version, f"{tf.name}@{tf.version}",
+                        args.description, args.context_window, args.max_output_tokens,
+                        args.image_tokens)  # fmt: skip
+    return profile_from_config(args.chat_config, naming, literals)
 
 
 def _naming(args: argparse.Namespace) -> Naming:
@@ -139,6 +174,8 @@ def _progress_bar(done: int, total: int) -> None:
 def _import(args: argparse.Namespace) -> None:
     store = cli_options.target(args)
     if args.kind in ("model", "prices"):
+        if args.chat_config is not None:
+            raise ConfigError("--chat-config goes with a tokenizer import (hf, tiktoken, ...)")
         if len(args.files) != 1:
             raise ConfigError(f"import {args.kind} takes one file")
         if args.kind == "model":
@@ -152,7 +189,12 @@ def _import(args: argparse.Namespace) -> None:
         raise ConfigError(f"import {args.kind} needs --name and --version")
     tf = import_files(args.kind, args.files, _naming(args), preset=args.preset,
                       pattern=args.pattern)  # fmt: skip
+    profile = _chat_profile(args, tf)
     _write(args, store, tf)
+    if profile is not None:
+        name = args.model or args.name
+        _wrote(store, add_entry(store, "models", name, args.version, profile,
+                                default=not args.no_default))  # fmt: skip
 
 
 def _write(args: argparse.Namespace, store: Path, tf: TokenizerFile) -> None:

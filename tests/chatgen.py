@@ -1,7 +1,9 @@
 """Seeded generator of OpenAI-style conversations for the chat-count oracle tests and benchmark.
 
 Every role, multi-turn, tools and tool calls, tool responses, reasoning content, Chinese, emoji,
-empty content and special-token literals typed inside message text.
+empty content and special-token literals typed inside message text (Qwen's, harmony's, DeepSeek's,
+Llama 3's, Gemma's, Phi-4's). `alternating` keeps to what templates that refuse other orders take
+(Gemma's): an optional system message, then user and assistant turns by turns.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ WORDS = ["hello", "world", "the", "weather", "in", "Paris", "is", "nice", "today
          "don't", "JSON: {\"a\": 1}", "<b>html</b>", "x" * 30]  # fmt: skip
 LITERALS = ["<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
             "<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+            "<|eot_id|>", "<|start_header_id|>", "<|begin_of_text|>", "<start_of_turn>",
+            "<end_of_turn>", "<bos>", "<start_of_image>", "<|im_sep|>",
             *(f"<\uff5c{name}\uff5c>" for name in  # DeepSeek's, between full-width bars
               ["end▁of▁sentence", "User", "Assistant", "tool▁call▁begin",
                "begin▁of▁sentence"])]  # fmt: skip
@@ -75,3 +79,19 @@ def conversation(
             messages.append(reply)
     tools = rng.sample(TOOLS, rng.randint(1, len(TOOLS))) if rng.random() < 0.5 else None
     return messages, tools
+
+
+def alternating(
+    rng: random.Random,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """A system message or not, then user, assistant, user, ...: an assistant turn is a tool
+    call (content "") or text; tools are offered at random (such templates ignore them)."""
+    messages, tools = conversation(rng)
+    out = [m for m in messages[:1] if m["role"] == "system"]
+    turns = [m for m in messages if m["role"] in ("user", "assistant")]
+    want = "user"
+    for m in turns:
+        if m["role"] == want:
+            out.append(m)
+            want = "assistant" if want == "user" else "user"
+    return out, tools
