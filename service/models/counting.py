@@ -212,6 +212,11 @@ def _renderer(
 
         return render_jinja
 
+    # A breakdown renders every prefix of the conversation: its texts are the same texts again
+    # (Mistral's move the tools and the v3 system prompt only), so each is encoded once per
+    # count; BREAKDOWN_CHARS bounds what all prefixes render, so this too.
+    encoded: dict[str, list[int]] = {}
+
     def render_segments(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
     ) -> tuple[str, list[int]]:
@@ -226,8 +231,10 @@ def _renderer(
             parts.append(segment)
             if special:
                 ids.append(tokenizer.special_tokens[segment])
+            elif (known := encoded.get(segment)) is not None:
+                ids += known
             else:
-                ids += tokenizer.encode_ordinary(segment)
+                ids += encoded.setdefault(segment, tokenizer.encode_ordinary(segment))
         return "".join(parts), ids
 
     return render_segments
