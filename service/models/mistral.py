@@ -11,7 +11,8 @@ ids to their last 9 characters before sending); function names beyond `[a-zA-Z0-
 in v3, an assistant message with both text and tool calls, or with neither (v7 takes both, and
 refuses neither); reasoning content (v3 and v7 have no thinking).
 
-Then normalized: `developer` is `system`; consecutive messages of one role are one message (texts
+Then normalized: `developer` is `system`; a content of text parts is one text (`join_parts`: by
+a blank line, empty parts left out); consecutive messages of one role are one message (texts
 joined by a blank line, empty ones left out; tool results stay apart); v3 joins every system text
 into the system prompt, put before the last user message's text; v7 keeps each system message in
 place between [SYSTEM_PROMPT] and [/SYSTEM_PROMPT]; v3 starts with an empty user message when the
@@ -60,6 +61,12 @@ class _Turn:
     call_id: str = ""
     result: Any = None  # v3: a tool result's content, parsed as JSON where it is
     prefix: bool = False
+
+
+def join_parts(texts: list[str]) -> str:
+    """A content given as text parts, as mistral-common joins its text chunks: by a blank line,
+    empty ones left out."""
+    return _JOIN.join(text for text in texts if text)
 
 
 def render(
