@@ -95,15 +95,20 @@ def count_chat(
     method = _METHODS[type(chat)]
     if not breakdown:  # the total only: one rendering
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
+    prefix_render = render
     if isinstance(chat, HarmonyChat):
         counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
+    elif isinstance(chat, MistralChat):  # a prefix's last assistant message closed by its </s>
+        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, partial=True)
+        counts = [*_template_prefixes(prefix_render, messages[:-1], tools, strict=False), total]
     else:
         counts = _template_prefixes(render, messages, tools)
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
         try:
-            tools_tokens = (counts[first] or 0) - len(render(messages[:first], None, False)[1])
+            prefix = prefix_render(messages[:first], None, False)
+            tools_tokens = (counts[first] or 0) - len(prefix[1])
         except TemplateError:
             tools_tokens = 0
     per: list[MessageCount] = []
@@ -123,14 +128,16 @@ def count_chat(
 
 
 def _template_prefixes(render: Render, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None) -> list[int | None]:  # fmt: skip
-    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix)."""
+                       tools: list[dict[str, Any]] | None,
+                       strict: bool = True) -> list[int | None]:  # fmt: skip
+    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix; the
+    whole too unless `strict`)."""
     counts: list[int | None] = []
     for k in range(len(messages) + 1):
         try:
             counts.append(len(render(messages[:k], tools, False)[1]))
         except TemplateError:
-            if k == len(messages):
+            if strict and k == len(messages):
                 raise
             counts.append(None)
     return counts
@@ -190,6 +197,8 @@ def _renderer(
     kwargs: dict[str, Any],
     max_chars: int,
     deadline: Deadline,
+    *,
+    partial: bool = False,
 ) -> Render:
     tokenizer = tok.tokenizer
 
@@ -224,7 +233,7 @@ def _renderer(
         ids: list[int] = []
         parts: list[str] = []
         if isinstance(chat, MistralChat):
-            segments = mistral.render(chat, msgs, tools, agp)
+            segments = mistral.render(chat, msgs, tools, agp, partial=partial)
         else:
             segments = harmony.render(chat, msgs, tools, agp)
         for segment, special in segments:

@@ -74,17 +74,24 @@ def render(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     add_generation_prompt: bool,
+    *,
+    partial: bool = False,
 ) -> Segments:
+    """`partial`: the messages are a prefix of a conversation (for a per-message breakdown): a
+    last assistant message is closed by its </s>, as more messages follow."""
     name = f"Mistral's {fmt.instruct_version} format"
     msgs = [{**m, "role": "system"} if m["role"] == "developer" else m for m in messages]
-    continued = not add_generation_prompt and bool(msgs) and msgs[-1]["role"] == "assistant"
-    _check(fmt, name, msgs, tools or [], continued)
+    last_assistant = bool(msgs) and msgs[-1]["role"] == "assistant"
+    continued = not add_generation_prompt and last_assistant and not partial
+    _check(fmt, name, msgs, tools or [], continued or partial)
     turns, system_prompt = _normalize(fmt, msgs, continued)
     return _encode(fmt, name, turns, system_prompt, tools)
 
 
 def _check(fmt: MistralChat, name: str, msgs: list[dict[str, Any]], tools: list[dict[str, Any]],
-           continued: bool) -> None:  # fmt: skip
+           assistant_last: bool) -> None:  # fmt: skip
+    """`assistant_last`: an assistant message may be last (continued, or a prefix)."""
+
     def refuse(index: int | None, reason: str) -> NoReturn:
         raise ChatFormatError(name, index, reason)
 
@@ -96,7 +103,7 @@ def _check(fmt: MistralChat, name: str, msgs: list[dict[str, Any]], tools: list[
         refuse(None, "a conversation needs at least one message")
     if n == 1 and msgs[0]["role"] not in ("user", "system"):
         refuse(0, "a conversation of one message must be a user or system message")
-    if n > 1 and msgs[-1]["role"] == "assistant" and not continued:
+    if n > 1 and msgs[-1]["role"] == "assistant" and not assistant_last:
         refuse(n - 1, "the last message must be a user or tool message (an assistant message "
                "last is continued only with add_generation_prompt false)")  # fmt: skip
     waiting = 0  # tool calls not yet answered (mistral-common skips the first message)
