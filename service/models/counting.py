@@ -77,7 +77,8 @@ def count_chat(
     deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline)
+    encoded: dict[str, list[int]] = {}  # the segments' texts, encoded once per count
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline, encoded=encoded)
     try:
         text, ids = render(messages, tools, add_generation_prompt)
     except ChatFormatError:  # the format's own checks name the message
@@ -99,7 +100,8 @@ def count_chat(
     if isinstance(chat, HarmonyChat):
         counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
     elif isinstance(chat, MistralChat):  # a prefix's last assistant message closed by its </s>
-        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, partial=True)
+        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, encoded=encoded,
+                                  partial=True)  # fmt: skip
         counts = [*_template_prefixes(prefix_render, messages[:-1], tools, strict=False), total]
     else:
         counts = _template_prefixes(render, messages, tools)
@@ -198,6 +200,7 @@ def _renderer(
     max_chars: int,
     deadline: Deadline,
     *,
+    encoded: dict[str, list[int]],
     partial: bool = False,
 ) -> Render:
     tokenizer = tok.tokenizer
@@ -223,8 +226,9 @@ def _renderer(
 
     # A breakdown renders every prefix of the conversation: its texts are the same texts again
     # (Mistral's move the tools and the v3 system prompt only), so each is encoded once per
-    # count; BREAKDOWN_CHARS bounds what all prefixes render, so this too.
-    encoded: dict[str, list[int]] = {}
+    # count (`encoded`); BREAKDOWN_CHARS bounds what all prefixes render, so this too.
+
+    texts: dict[tuple[object, ...], str] = {}  # Mistral's JSON texts, made once per count
 
     def render_segments(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
@@ -233,7 +237,7 @@ def _renderer(
         ids: list[int] = []
         parts: list[str] = []
         if isinstance(chat, MistralChat):
-            segments = mistral.render(chat, msgs, tools, agp, partial=partial)
+            segments = mistral.render(chat, msgs, tools, agp, partial=partial, texts=texts)
         else:
             segments = harmony.render(chat, msgs, tools, agp)
         for segment, special in segments:

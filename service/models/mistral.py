@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -59,7 +60,7 @@ class _Turn:
     content: str = ""
     calls: list[dict[str, Any]] = field(default_factory=list)
     call_id: str = ""
-    result: Any = None  # v3: a tool result's content, parsed as JSON where it is
+    source: object = None  # a tool result's message
     prefix: bool = False
 
 
@@ -76,16 +77,19 @@ def render(
     add_generation_prompt: bool,
     *,
     partial: bool = False,
+    texts: dict[tuple[object, ...], str] | None = None,
 ) -> Segments:
     """`partial`: the messages are a prefix of a conversation (for a per-message breakdown): a
-    last assistant message is closed by its </s>, as more messages follow."""
+    last assistant message is closed by its </s>, as more messages follow. `texts`: the JSON
+    texts made, by the identity of what they were made of, kept by a caller that renders the
+    same messages again while they live (every prefix of a conversation, for a breakdown)."""
     name = f"Mistral's {fmt.instruct_version} format"
     msgs = [{**m, "role": "system"} if m["role"] == "developer" else m for m in messages]
     last_assistant = bool(msgs) and msgs[-1]["role"] == "assistant"
     continued = not add_generation_prompt and last_assistant and not partial
     _check(fmt, name, msgs, tools or [], continued or partial)
     turns, system_prompt = _normalize(fmt, msgs, continued)
-    return _encode(fmt, name, turns, system_prompt, tools)
+    return _encode(fmt, name, turns, system_prompt, tools, texts={} if texts is None else texts)
 
 
 def _check(fmt: MistralChat, name: str, msgs: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -152,10 +156,8 @@ def _normalize(fmt: MistralChat, msgs: list[dict[str, Any]],
             continue
         group, role, last = msgs[start:i], msgs[start]["role"], i - 1
         if role == "tool":
-            for k, m in enumerate(group, start):
-                result = _json_or_text(fmt, k, m["content"]) if v3 else None
-                turns.append(_Turn("tool", k, m["content"], call_id=m["tool_call_id"],
-                                   result=result))  # fmt: skip
+            turns += [_Turn("tool", k, m["content"], call_id=m["tool_call_id"], source=m)
+                      for k, m in enumerate(group, start)]  # fmt: skip
         elif role == "system" and not v3:
             turns += [_Turn("system", start + k, m["content"]) for k, m in enumerate(group)]
         elif role in ("user", "assistant"):
@@ -184,7 +186,13 @@ def _json_or_text(fmt: MistralChat, index: int, content: str) -> Any:
 
 
 def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str | None,
-            tools: list[dict[str, Any]] | None) -> Segments:  # fmt: skip
+            tools: list[dict[str, Any]] | None, *,
+            texts: dict[tuple[object, ...], str]) -> Segments:  # fmt: skip
+    def once(key: tuple[object, ...], make: Callable[..., str], *args: Any) -> str:
+        if (text := texts.get(key)) is None:
+            text = texts[key] = make(*args)
+        return text
+
     v3 = fmt.instruct_version == "v3"
     users = [k for k, t in enumerate(turns) if t.role == "user"]
     last_user = users[-1] if users else -1
@@ -192,7 +200,8 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
     for k, t in enumerate(turns):
         if t.role == "user":
             if k == last_user and tools:
-                out += [("[AVAILABLE_TOOLS]", True), (_tools_json(tools), False),
+                tools_json = once(("tools", id(tools)), _tools_json, tools)
+                out += [("[AVAILABLE_TOOLS]", True), (tools_json, False),
                         ("[/AVAILABLE_TOOLS]", True)]  # fmt: skip
             text = t.content
             if v3 and k == last_user and system_prompt:
@@ -202,9 +211,8 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
             out += [("[SYSTEM_PROMPT]", True), (t.content, False), ("[/SYSTEM_PROMPT]", True)]
         elif t.role == "tool":
             if v3:
-                result = {"content": t.result, "call_id": t.call_id}
-                out += [("[TOOL_RESULTS]", True), (json.dumps(result, ensure_ascii=False), False),
-                        ("[/TOOL_RESULTS]", True)]  # fmt: skip
+                result = once(("result", id(t.source)), _result_json, fmt, t)
+                out += [("[TOOL_RESULTS]", True), (result, False), ("[/TOOL_RESULTS]", True)]
             else:
                 out += [("[TOOL_RESULTS]", True), (t.call_id, False), ("[TOOL_CONTENT]", True),
                         (t.content, False), ("[/TOOL_RESULTS]", True)]  # fmt: skip
@@ -219,12 +227,21 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
             if t.content:
                 out.append((t.content.rstrip(" "), False))
             if t.calls:
-                calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"],
-                          "id": c["id"]} for c in t.calls]  # fmt: skip
-                out += [("[TOOL_CALLS]", True), (json.dumps(calls, ensure_ascii=False), False)]
+                calls = once(("calls", *map(id, t.calls)), _calls_json, t.calls)
+                out += [("[TOOL_CALLS]", True), (calls, False)]
             if not t.prefix:
                 out.append(("</s>", True))
     return out
+
+
+def _result_json(fmt: MistralChat, turn: _Turn) -> str:
+    result = {"content": _json_or_text(fmt, turn.index, turn.content), "call_id": turn.call_id}
+    return json.dumps(result, ensure_ascii=False)
+
+
+def _calls_json(calls: list[dict[str, Any]]) -> str:
+    return json.dumps([{"name": c["function"]["name"], "arguments": c["function"]["arguments"],
+                        "id": c["id"]} for c in calls], ensure_ascii=False)  # fmt: skip
 
 
 def _tools_json(tools: list[dict[str, Any]]) -> str:
