@@ -261,6 +261,51 @@ def test_mistral_refusals_are_typed_like_mistral_common(
     assert caught.value.index == field
 
 
+def _call(n: int, arguments: Any = '{"city": "Paris"}') -> dict[str, Any]:
+    return {"id": f"call{n:05d}", "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments}}  # fmt: skip
+
+
+MISTRAL_CASES = {
+    "developer is system": [{"role": "developer", "content": "Be terse."},
+                            {"role": "user", "content": "hi"}],
+    "systems and users joined": [{"role": "system", "content": "A."}, {"role": "system",
+                                 "content": "B."}, {"role": "user", "content": "c"},
+                                 {"role": "user", "content": ""}, {"role": "user", "content": "d"}],
+    "null content, named tool, text results": [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [_call(1), _call(2, {"days": 2})]},
+        {"role": "tool", "tool_call_id": "call00001", "name": "get_weather", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call00002", "content": ""},
+        {"role": "user", "content": "and tomorrow?"}],
+    "trailing spaces, continued": [{"role": "user", "content": "x"},
+                                   {"role": "assistant", "content": "a b  "},
+                                   {"role": "user", "content": "y"},
+                                   {"role": "assistant", "content": "Sure "}],
+    "assistant first": [{"role": "assistant", "content": "Hello."},
+                        {"role": "user", "content": "hi"}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MISTRAL_CASES))
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_request_details_match_mistral_common(
+    registry: Registry, mistral_common: dict[str, Any], model: str, case: str
+) -> None:
+    """`developer`, several system and user messages in a row, null content, arguments given as
+    an object, a tool's `name`, tool results that are not JSON or empty, trailing spaces, a
+    continued assistant message, an assistant message first; with a tool lacking parameters."""
+    messages = MISTRAL_CASES[case]
+    tools = [TOOLS_NO_PARAMETERS] if "tool" in case else None
+    theirs = mistral_ids(mistral_common[model], messages, tools, False)
+    assert isinstance(theirs, list), theirs
+    ours = count_conversation(registry, model, messages, tools, add_generation_prompt=False)
+    assert ours.count.ids == theirs
+
+
+TOOLS_NO_PARAMETERS = {"type": "function", "function": {"name": "now"}}
+
+
 @pytest.mark.parametrize("model", list(MISTRAL_FILES))
 def test_mistral_consecutive_assistants_are_joined(
     registry: Registry, mistral_common: dict[str, Any], model: str
