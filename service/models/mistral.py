@@ -6,8 +6,8 @@ message; a single message that is not a user or system message; a last message t
 assistant's, unless it is continued (`add_generation_prompt: false`, mistral-common's
 `continue_final_message`); a role after one it may not follow (tool after system or user, system
 after assistant or tool); an assistant message while earlier tool calls wait for results, or more
-results than calls; tool call ids that are not 9 letters or digits (vLLM's clients cut OpenAI's
-ids to their last 9 characters before sending); function names beyond `[a-zA-Z0-9_-]{1,64}`;
+results than calls; tool call ids that are not 9 letters or digits (vLLM, serving these models,
+cuts OpenAI's ids to their last 9 characters first); function names beyond `[a-zA-Z0-9_-]{1,64}`;
 in v3, an assistant message with both text and tool calls, or with neither (v7 takes both, and
 refuses neither); reasoning content (v3 and v7 have no thinking).
 
