@@ -29,8 +29,9 @@ from tests.chatgen import TOOLS
 MODELS = ["qwen2.5", "qwen3", "gpt-oss", "gpt-4o"]
 
 
-def conversation() -> list[dict[str, Any]]:
-    """20 messages: system, then user / assistant tool call / tool result / assistant turns."""
+def conversation(call_id: str = "c{}") -> list[dict[str, Any]]:
+    """20 messages: system, then user / assistant tool call / tool result / assistant turns;
+    `call_id`: the tool call ids' format (Mistral's formats take 9 letters or digits only)."""
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
@@ -42,13 +43,17 @@ def conversation() -> list[dict[str, Any]]:
         i += 1
         messages.append({"role": "user", "content": f"What is the weather in city {i}? 🌦️ " * 3})
         call = {
-            "id": f"c{i}",
+            "id": call_id.format(i),
             "type": "function",
             "function": {"name": "get_weather", "arguments": json.dumps({"city": f"city {i}"})},
         }
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         messages.append(
-            {"role": "tool", "tool_call_id": f"c{i}", "content": '{"temp": 21, "sky": "clear"}'}
+            {
+                "role": "tool",
+                "tool_call_id": call_id.format(i),
+                "content": '{"temp": 21, "sky": "clear"}',
+            }
         )
         messages.append({"role": "assistant", "content": f"In city {i} it is 21 °C and clear."})
     return messages[:20]

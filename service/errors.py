@@ -181,7 +181,7 @@ class TemplateError(InputError):
     names the message it refused (None: not known, or the conversation as a whole)."""
 
     kind, title = "template-error", "The chat template raised"
-    fact_names = ("index",)
+    fact_names: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(self, message: str, index: int | None = None) -> None:
         self.template_message = message = echoed(message, 4 * ECHO_CHARS)
@@ -191,6 +191,25 @@ class TemplateError(InputError):
 
     def facts(self) -> dict[str, object]:
         return {"index": self.index}  # null: no one message is to blame
+
+
+class ChatFormatError(TemplateError):
+    """A model's own chat encoder (Mistral's instruct formats) refused the conversation, as the
+    reference implementation (mistral-common) refuses it; `index` names the message (None: the
+    request as a whole, e.g. no message or a tool definition)."""
+
+    kind, title = "chat-format-refused", "The chat format refuses the conversation"
+    fact_names: ClassVar[tuple[str, ...]] = ("index", "format")
+
+    def __init__(self, fmt: str, index: int | None, reason: str) -> None:
+        self.format = fmt
+        self.template_message = reason = echoed(reason, 4 * ECHO_CHARS)
+        self.index = index
+        where = "" if index is None else f"messages[{index}]: "
+        InputError.__init__(self, f"{where}{fmt} refuses this conversation: {reason}")
+
+    def facts(self) -> dict[str, object]:
+        return {"index": self.index, "format": self.format}
 
 
 class PriceMissingError(InputError):

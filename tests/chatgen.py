@@ -23,6 +23,11 @@ LITERALS = ["<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think
               ["end▁of▁sentence", "User", "Assistant", "tool▁call▁begin",
                "begin▁of▁sentence"])]  # fmt: skip
 
+# Mistral's control tokens (v3 tekken and v7 SentencePiece), added to the above for its models
+MISTRAL_LITERALS = [*LITERALS, "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]",
+                    "[TOOL_RESULTS]", "[SYSTEM_PROMPT]", "[TOOL_CONTENT]", "</s>",
+                    "<s>"]  # fmt: skip
+
 TOOLS = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "Get the current weather in a city.",
@@ -42,32 +47,41 @@ TOOLS = [
 ]  # fmt: skip
 
 
-def text(rng: random.Random, literals: bool = True) -> str:
+def text(rng: random.Random, literals: bool | list[str] = True) -> str:
+    """`literals`: True for LITERALS, or the list to insert from."""
     if rng.random() < 0.08:
         return ""
     parts = [rng.choice(WORDS) for _ in range(rng.randint(1, 12))]
     if literals and rng.random() < 0.25:
-        parts.insert(rng.randint(0, len(parts)), rng.choice(LITERALS))
+        choices = LITERALS if literals is True else literals
+        parts.insert(rng.randint(0, len(parts)), rng.choice(choices))
     return " ".join(parts) if rng.random() < 0.7 else "".join(parts)
 
 
 def conversation(
-    rng: random.Random, *, reasoning: bool = True, literals: bool = True
+    rng: random.Random,
+    *,
+    reasoning: bool = True,
+    literals: bool | list[str] = True,
+    call_id: str = "call_{}",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """`literals` as for `text`; `call_id`: the tool call ids' format (Mistral's formats take 9
+    letters or digits only)."""
     messages: list[dict[str, Any]] = []
     if rng.random() < 0.6:
         messages.append({"role": "system", "content": text(rng, literals)})
-    call_id = 0
+    n_calls = 0
     for _ in range(rng.randint(1, 4)):
         messages.append({"role": "user", "content": text(rng, literals) or "hi"})
         if rng.random() < 0.4:
             calls = []
             for _ in range(rng.randint(1, 2)):
-                call_id += 1
+                n_calls += 1
                 args = {"city": rng.choice(WORDS), "days": rng.randint(1, 9)}
                 arguments = json.dumps(args, ensure_ascii=False)
                 function = {"name": "get_weather", "arguments": arguments}
-                calls.append({"id": f"call_{call_id}", "type": "function", "function": function})
+                calls.append({"id": call_id.format(n_calls), "type": "function",
+                              "function": function})  # fmt: skip
             messages.append({"role": "assistant", "content": "", "tool_calls": calls})
             for call in calls:
                 messages.append({"role": "tool", "tool_call_id": call["id"],

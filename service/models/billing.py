@@ -8,10 +8,11 @@ from typing import Any
 
 from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
-from service.models import images
+from service.models import images, mistral
 from service.models.conversation import check_messages, check_tools
 from service.models.counting import ChatCount, count_chat
 from service.models.pricing import Estimate, estimate
+from service.store.modelfile import MistralChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer, Registry
 
@@ -39,7 +40,8 @@ def count_conversation(
     tok = registry.resolve(model.tokenizer_ref)
     messages, found = images.split(messages)  # image parts: counted by the model's rule
     images.check_counted(model, found)
-    checked = check_messages(messages)
+    mistral_format = isinstance(model.profile.chat, MistralChat)
+    checked = check_messages(messages, mistral.join_parts if mistral_format else "\n".join)
     result = count_chat(
         model,
         tok,

@@ -14,6 +14,7 @@ thousand levels raised RecursionError.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import msgspec
@@ -62,8 +63,11 @@ class Tool(Struct, frozen=True, forbid_unknown_fields=True):
     type: Literal["function"] = "function"
 
 
-def check_messages(raw: list[Any]) -> list[dict[str, Any]]:
-    """The messages as plain dicts, checked; a problem raises ChatInputError naming the field."""
+def check_messages(
+    raw: list[Any], join_parts: Callable[[list[str]], str] = "\n".join
+) -> list[dict[str, Any]]:
+    """The messages as plain dicts, checked; a problem raises ChatInputError naming the field.
+    `join_parts` makes one text of a content given as text parts (vLLM's: newlines)."""
     out: list[dict[str, Any]] = []
     for i, item in enumerate(raw):
         try:
@@ -75,7 +79,7 @@ def check_messages(raw: list[Any]) -> list[dict[str, Any]]:
         if as_dict.get("content") is None:  # null or left out: "", as vLLM hands it on
             as_dict["content"] = ""
         if isinstance(message.content, list):
-            as_dict["content"] = "\n".join(part.text for part in message.content)
+            as_dict["content"] = join_parts([part.text for part in message.content])
         for j, call in enumerate(message.tool_calls or []):
             if isinstance(call.function.arguments, str):
                 field = f"tool_calls[{j}].function.arguments"

@@ -1,15 +1,17 @@
 """Counting a conversation as a model bills it: the total, and where the tokens come from.
 
-Exact formats (Jinja templates, harmony) render the whole conversation and encode it with the
-model's tokenizer. A Jinja template's output is encoded with every special-token literal matched
-anywhere, as transformers and vLLM do (so `<|im_end|>` typed inside a user message counts as one
-special token, which is what such a server feeds the model). The per-message figures are
-marginal: message i's figure is what rendering messages[:i+1] adds to rendering messages[:i].
-A template may rewrite earlier turns (Qwen3 drops old reasoning), so a figure can be negative;
-where a template refuses a prefix, that message's tokens are counted with the next one
-(`merged_with_next`). Tools are what adding the tools adds. Everything adds up to the total:
-`preamble + tools + sum(messages) + generation_prompt == input_tokens`. `breakdown=False` renders
-once and gives the total only (what `estimate` needs).
+Exact formats (Jinja templates, harmony, Mistral's instruct formats) render the whole conversation
+and encode it with the model's tokenizer. Harmony and Mistral's formats give their special tokens
+apart from the text, which is encoded as ordinary text. A Jinja template's output is encoded
+with every special-token literal matched anywhere, as transformers and vLLM do (so `<|im_end|>`
+typed inside a user message counts as one special token, which is what such a server feeds the
+model). The per-message figures are marginal: message i's figure is what rendering
+messages[:i+1] adds to rendering messages[:i]. A template may rewrite earlier turns (Qwen3 drops
+old reasoning; Mistral's formats move the tools and, in v3, the system prompt to the last user
+message), so a figure can be negative; where a template refuses a prefix, that message's tokens
+are counted with the next one (`merged_with_next`). Tools are what adding the tools adds.
+Everything adds up to the total: `preamble + tools + sum(messages) + generation_prompt ==
+input_tokens`. `breakdown=False` renders once and gives the total only (what `estimate` needs).
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.bpe.deadline import Deadline
-from service.errors import LimitExceededError, TemplateError
-from service.models import estimate_rule, harmony, jinja_chat
-from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
+from service.errors import ChatFormatError, LimitExceededError, TemplateError
+from service.models import estimate_rule, harmony, jinja_chat, mistral
+from service.store.modelfile import HarmonyChat, JinjaChat, MistralChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
 
 DEFAULT_SECONDS = 10.0  # without a deadline of the caller's
 BREAKDOWN_CHARS = 4 * 1024 * 1024  # rendered for one breakdown, beside the whole conversation
 BREAKDOWN = "characters rendered for a per-message breakdown (`breakdown: false`: one rendering)"
+_METHODS = {JinjaChat: "jinja-template", HarmonyChat: "harmony", MistralChat: "mistral"}
 Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], tuple[str, list[int]]]
 
 
@@ -74,31 +77,40 @@ def count_chat(
     deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline)
+    encoded: dict[str, list[int]] = {}  # the segments' texts, encoded once per count
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline, encoded=encoded)
     try:
         text, ids = render(messages, tools, add_generation_prompt)
+    except ChatFormatError:  # the format's own checks name the message
+        raise
     except TemplateError as exc:
         at = _refused(render, messages, tools, exc.template_message)
         raise TemplateError(exc.template_message, at) from None
     total = len(ids)
     prefixes = len(text) * (len(messages) + 1) // 2  # what a template renders for a breakdown
-    if breakdown and isinstance(chat, JinjaChat) and prefixes > BREAKDOWN_CHARS:
+    if breakdown and isinstance(chat, (JinjaChat, MistralChat)) and prefixes > BREAKDOWN_CHARS:
         raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, prefixes)
     sha = (
         hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
     )
-    method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
+    method = _METHODS[type(chat)]
     if not breakdown:  # the total only: one rendering
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
+    prefix_render = render
     if isinstance(chat, HarmonyChat):
         counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
+    elif isinstance(chat, MistralChat):  # a prefix's last assistant message closed by its </s>
+        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, encoded=encoded,
+                                  partial=True)  # fmt: skip
+        counts = [*_template_prefixes(prefix_render, messages[:-1], tools, strict=False), total]
     else:
         counts = _template_prefixes(render, messages, tools)
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
         try:
-            tools_tokens = (counts[first] or 0) - len(render(messages[:first], None, False)[1])
+            prefix = prefix_render(messages[:first], None, False)
+            tools_tokens = (counts[first] or 0) - len(prefix[1])
         except TemplateError:
             tools_tokens = 0
     per: list[MessageCount] = []
@@ -114,22 +126,20 @@ def count_chat(
             previous = i + 1
     preamble = (counts[0] or 0) - tools_tokens if first == 0 else 0
     overhead = {"preamble": preamble, "generation_prompt": total - (counts[-1] or 0)}
-    sha = (
-        hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
-    )
-    method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
 def _template_prefixes(render: Render, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None) -> list[int | None]:  # fmt: skip
-    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix)."""
+                       tools: list[dict[str, Any]] | None,
+                       strict: bool = True) -> list[int | None]:  # fmt: skip
+    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix; the
+    whole too unless `strict`)."""
     counts: list[int | None] = []
     for k in range(len(messages) + 1):
         try:
             counts.append(len(render(messages[:k], tools, False)[1]))
         except TemplateError:
-            if k == len(messages):
+            if strict and k == len(messages):
                 raise
             counts.append(None)
     return counts
@@ -184,11 +194,14 @@ def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[di
 
 
 def _renderer(
-    chat: JinjaChat | HarmonyChat,
+    chat: JinjaChat | HarmonyChat | MistralChat,
     tok: LoadedTokenizer,
     kwargs: dict[str, Any],
     max_chars: int,
     deadline: Deadline,
+    *,
+    encoded: dict[str, list[int]],
+    partial: bool = False,
 ) -> Render:
     tokenizer = tok.tokenizer
 
@@ -211,21 +224,33 @@ def _renderer(
 
         return render_jinja
 
-    def render_harmony(
+    # A breakdown renders every prefix of the conversation: its texts are the same texts again
+    # (Mistral's move the tools and the v3 system prompt only), so each is encoded once per
+    # count (`encoded`); BREAKDOWN_CHARS bounds what all prefixes render, so this too.
+
+    texts: dict[tuple[object, ...], str] = {}  # Mistral's JSON texts, made once per count
+
+    def render_segments(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
     ) -> tuple[str, list[int]]:
         seconds_left()
         ids: list[int] = []
         parts: list[str] = []
-        for segment, special in harmony.render(chat, msgs, tools, agp):
+        if isinstance(chat, MistralChat):
+            segments = mistral.render(chat, msgs, tools, agp, partial=partial, texts=texts)
+        else:
+            segments = harmony.render(chat, msgs, tools, agp)
+        for segment, special in segments:
             parts.append(segment)
             if special:
                 ids.append(tokenizer.special_tokens[segment])
+            elif (known := encoded.get(segment)) is not None:
+                ids += known
             else:
-                ids += tokenizer.encode_ordinary(segment)
+                ids += encoded.setdefault(segment, tokenizer.encode_ordinary(segment))
         return "".join(parts), ids
 
-    return render_harmony
+    return render_segments
 
 
 def _estimate(

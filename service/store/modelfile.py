@@ -61,7 +61,14 @@ class OpenAIEstimateChat(
     func_end: int = 12
 
 
-ChatFormat = JinjaChat | HarmonyChat | OpenAIEstimateChat
+class MistralChat(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag="mistral"):
+    """Mistral's instruct format of `instruct_version` (v3: Mistral NeMo, Large 2407; v7: Large
+    2411), built as mistral-common's `encode_chat_completion` does, by `service.models.mistral`."""
+
+    instruct_version: Literal["v3", "v7"]
+
+
+ChatFormat = JinjaChat | HarmonyChat | MistralChat | OpenAIEstimateChat
 
 
 class OpenAITileImages(
@@ -159,10 +166,10 @@ def parse_model(data: bytes, where: str) -> ModelFile:
             ).parse(mf.chat.template)
         except jinja2.TemplateSyntaxError as exc:
             raise FormatError(where, "chat.template", f"line {exc.lineno}: {exc.message}") from None
-    rendered = not isinstance(mf.chat, OpenAIEstimateChat)  # a template or harmony: text only
+    rendered = not isinstance(mf.chat, OpenAIEstimateChat)  # a template, harmony, Mistral: text
     if rendered and mf.images is not None and not isinstance(mf.images, FixedImages):
-        raise FormatError(where, "images", "a chat template or harmony renders text only: "
-                          "only a fixed rule counts its images")  # fmt: skip
+        raise FormatError(where, "images", "a chat template, harmony or Mistral's format renders "
+                          "text only: only a fixed rule counts its images")  # fmt: skip
     if len(set(mf.aliases)) != len(mf.aliases):
         raise FormatError(where, "aliases", "an alias is listed twice")
     return mf

@@ -334,3 +334,29 @@ def test_count_without_breakdown_gives_the_same_total(server: Server) -> None:
     once = httpx.post(url, json={"messages": CHAT, "tools": TOOLS, "breakdown": False}).json()
     assert once["input_tokens"] == full["input_tokens"] and once["messages"] == []
     assert once["overhead"] == {"unattributed": full["input_tokens"]}
+
+
+@pytest.mark.parametrize("name", ["mistral-nemo", "mistral-large-2411"])
+def test_mistral_counts_the_same_on_every_route(server: Server, name: str) -> None:
+    """The model route, Anthropic's, OpenAI Responses' and vLLM's count one conversation alike;
+    what mistral-common refuses (a tool call id not 9 letters or digits) is a 422 naming it."""
+    chat = json.loads(json.dumps(CHAT).replace('"c1"', '"call00001"'))
+    body = {"messages": chat, "tools": TOOLS, "return_ids": True}
+    doc = httpx.post(f"{server.base}/v1/models/{name}/count", json=body).json()
+    parts = doc["tools_tokens"] + sum(m["tokens"] for m in doc["messages"])
+    assert parts + sum(doc["overhead"].values()) == doc["input_tokens"] == len(doc["ids"])
+    assert doc["exact"] and doc["method"] == "mistral"
+    plain = [m for m in chat if not m.get("tool_calls") and m["role"] != "tool"]
+    want = httpx.post(f"{server.base}/v1/models/{name}/count", json={"messages": plain}).json()
+    turns = [{"role": m["role"], "content": m["content"]} for m in plain[1:]]
+    anthropic = {"model": name, "max_tokens": 9, "system": plain[0]["content"], "messages": turns}
+    r = httpx.post(f"{server.base}/v1/messages/count_tokens", json=anthropic)
+    assert r.json() == {"input_tokens": want["input_tokens"]}, r.text
+    responses = {"model": name, "instructions": plain[0]["content"], "input": turns}
+    r = httpx.post(f"{server.base}/v1/responses/input_tokens", json=responses)
+    assert r.json()["input_tokens"] == want["input_tokens"], r.text
+    r = httpx.post(f"{server.base}/tokenize", json={"model": name, "messages": plain})
+    assert r.json()["count"] == want["input_tokens"], r.text
+    refused = problem(httpx.post(f"{server.base}/v1/models/{name}/count",
+                                 json={"messages": CHAT}), 422, "chat-format-refused")  # fmt: skip
+    assert refused["index"] == 2 and "tool_calls[0].id" in refused["detail"]

@@ -57,3 +57,30 @@ def test_a_template_breakdown_too_large_to_render_is_refused(registry: Registry)
         counting.count_chat(model, tok, many, None)
     total = counting.count_chat(model, tok, many, None, breakdown=False)
     assert total.input_tokens > 5000
+
+
+@pytest.mark.parametrize(("model", "system"), [("mistral-large-2411", True),
+                                               ("mistral-nemo", False)])  # fmt: skip
+def test_a_mistral_breakdown_gives_each_message_its_own_tokens(
+    registry: Registry, model: str, system: bool
+) -> None:
+    """Each message's figure is its own tokens, counted apart from the format: <s> with the first
+    message; [SYSTEM_PROMPT]text[/SYSTEM_PROMPT] (v7), [INST]text[/INST], an assistant's text and
+    its </s> (counted with the assistant, though a prefix ending there is open)."""
+    from service.models.billing import count_conversation  # noqa: PLC0415
+
+    messages = [{"role": "user", "content": "Hi 你好 [INST]"},
+                {"role": "assistant", "content": "Hello 🎉"},
+                {"role": "user", "content": "Thanks"}]  # fmt: skip
+    if system:
+        messages.insert(0, {"role": "system", "content": "Be brief."})
+    counted = count_conversation(registry, model, messages).count
+    encode = registry.resolve(registry.resolve_model(model).tokenizer_ref).tokenizer.encode_ordinary
+    own = {"system": 2, "user": 2, "assistant": 1}  # the control tokens around each text
+    want = [own[m["role"]] + len(encode(m["content"])) for m in messages]
+    want[0] += 1  # <s>
+    assert [(m.role, m.tokens) for m in counted.messages] == [
+        (m["role"], n) for m, n in zip(messages, want, strict=True)
+    ]
+    assert counted.tools_tokens == 0 and counted.overhead == {"preamble": 0, "generation_prompt": 0}
+    assert sum(want) == counted.input_tokens

@@ -1,8 +1,8 @@
 """Chat counts against independent oracles: transformers' apply_chat_template for the Jinja
 templates (Qwen2.5, Qwen3, DeepSeek V3; Phi-4's and Qwen3.5's rendered by transformers, encoded by
-tiktoken),
-openai-harmony for gpt-oss, the OpenAI cookbook's recipe
-for the estimate rule. Conversations come from a seeded generator (tests/chatgen.py)."""
+tiktoken), openai-harmony for gpt-oss, mistral-common's encode_chat_completion for Mistral NeMo and
+Large 2411, the OpenAI cookbook's recipe for the estimate rule. Conversations come from a seeded
+generator (tests/chatgen.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from typing import Any
 import jinja2
 import pytest
 
-from service.errors import PriceMissingError, TemplateError
+from service.errors import ChatFormatError, PriceMissingError, TemplateError
 from service.models.billing import count_conversation
 from service.store.registry import Registry
-from tests.chatgen import conversation
+from tests.chatgen import MISTRAL_LITERALS, conversation
 from tests.conftest import tiktoken_oracle
 from tests.testdata import vocab_bytes, vocab_file
 
@@ -199,6 +199,168 @@ def test_harmony_ids_match_openai_harmony(registry: Registry, harmony: Any) -> N
         assert ours.input_tokens == len(ours.ids or [])
     print(f"gpt-oss: {N_CONVERSATIONS} conversations, {len(mismatches)} mismatches")
     assert not mismatches, f"conversations {mismatches[:10]} differ from openai-harmony"
+
+
+# --- Mistral: mistral-common ------------------------------------------------------------------
+
+# mistral-common 1.13.1's MODEL_NAME_TO_TOKENIZER_CLS: open-mistral-nemo-2407 -> v3 on
+# tekken_240718.json (text-identical to tekken_240911.json: same config, ranks and special
+# tokens; 240911 adds an image config), mistral-large-2411 -> v7 on the SentencePiece v7 model
+MISTRAL_FILES = {"mistral-nemo": "tekken_240911.json",
+                 "mistral-large-2411": "mistral_instruct_tokenizer_241114.model.v7"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def mistral_common() -> dict[str, Any]:
+    from mistral_common.protocol.instruct.validator import ValidationMode  # noqa: PLC0415
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer  # noqa: PLC0415
+
+    return {model: MistralTokenizer.from_file(str(vocab_file(name)), mode=ValidationMode.test)
+            for model, name in MISTRAL_FILES.items()}  # fmt: skip
+
+
+def mistral_ids(tokenizer: Any, messages: list[dict[str, Any]], tools: Any, agp: bool) -> Any:
+    """mistral-common's ids, or the name of the exception it refuses the conversation with. An
+    assistant message last is continued (`continue_final_message`) when no generation prompt is
+    asked for, as the service maps `add_generation_prompt: false`."""
+    from mistral_common.exceptions import MistralCommonException  # noqa: PLC0415
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest  # noqa: PLC0415
+
+    continued = not agp and bool(messages) and messages[-1]["role"] == "assistant"
+    try:
+        request = ChatCompletionRequest.from_openai(
+            json.loads(json.dumps(messages)), tools=tools, continue_final_message=continued
+        )
+        return tokenizer.encode_chat_completion(request).tokens
+    except (MistralCommonException, ValueError, AssertionError) as exc:  # its refusals
+        return type(exc).__name__
+
+
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_ids_match_mistral_common(
+    registry: Registry, reference: Registry, mistral_common: dict[str, Any], model: str
+) -> None:
+    """Same ids, or both refuse (ours with a ChatFormatError naming the message); the first
+    conversations on the pure-Python engine too. Ids are 9 letters or digits (what both take);
+    some contents are given as text parts."""
+    rng = random.Random(f"oracle-{model}")
+    mismatches, counted, refused = [], 0, 0
+    for n in range(N_CONVERSATIONS):
+        messages, tools = conversation(rng, reasoning=False, literals=MISTRAL_LITERALS,
+                                       call_id="call{:05d}")  # fmt: skip
+        for m in messages:  # some contents as text parts, an empty one among them
+            if m["content"] and rng.random() < 0.2:
+                cut = rng.randint(0, len(m["content"]))
+                texts = [m["content"][:cut], "", m["content"][cut:]]
+                m["content"] = [{"type": "text", "text": t} for t in texts]
+        agp = rng.random() < 0.3
+        theirs = mistral_ids(mistral_common[model], messages, tools, agp)
+        for reg in (registry, reference) if n < N_CONVERSATIONS // 10 else (registry,):
+            try:
+                ours: Any = count_conversation(reg, model, messages, tools,
+                                               add_generation_prompt=agp).count  # fmt: skip
+            except ChatFormatError:
+                ours = None
+            if ours is None or isinstance(theirs, str):
+                if (ours is None) != isinstance(theirs, str):
+                    mismatches.append(n)
+                continue
+            if ours.ids != list(theirs):
+                mismatches.append(n)
+            parts = ours.tools_tokens + sum(m.tokens for m in ours.messages)
+            assert parts + sum(ours.overhead.values()) == ours.input_tokens == len(theirs)
+        counted, refused = (
+            counted + (not isinstance(theirs, str)),
+            refused + isinstance(theirs, str),
+        )
+    print(f"{model}: {N_CONVERSATIONS} conversations ({counted} counted, {refused} refused by "
+          f"both), {len(mismatches)} mismatches")  # fmt: skip
+    assert not mismatches, f"conversations {mismatches[:10]} differ from mistral-common"
+    assert counted > N_CONVERSATIONS // 3  # the generator mostly makes conversations both take
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [([], None),
+     ([{"role": "assistant", "content": "hi"}], 0),
+     ([{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "abcdefghi",
+       "content": "1"}], 1),
+     ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "",
+       "tool_calls": [{"id": "call_1", "function": {"name": "f", "arguments": "{}"}}]},
+       {"role": "tool", "tool_call_id": "call_1", "content": "1"}], 1),
+     ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+       {"role": "system", "content": "c"}, {"role": "user", "content": "d"}], 2)],
+)  # fmt: skip
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_refusals_are_typed_like_mistral_common(
+    registry: Registry, mistral_common: dict[str, Any], model: str,
+    messages: list[dict[str, Any]], field: int | None,
+) -> None:  # fmt: skip
+    """No message; one assistant message alone; a tool result after a user message; a tool call
+    id that is not 9 letters or digits; a system message after an assistant's."""
+    assert isinstance(mistral_ids(mistral_common[model], messages, None, True), str)
+    with pytest.raises(ChatFormatError) as caught:
+        count_conversation(registry, model, messages)
+    assert caught.value.index == field
+
+
+def _call(n: int, arguments: Any = '{"city": "Paris"}') -> dict[str, Any]:
+    return {"id": f"call{n:05d}", "type": "function",
+            "function": {"name": "get_weather", "arguments": arguments}}  # fmt: skip
+
+
+MISTRAL_CASES = {
+    "developer is system": [{"role": "developer", "content": "Be terse."},
+                            {"role": "user", "content": "hi"}],
+    "systems and users joined": [{"role": "system", "content": "A."}, {"role": "system",
+                                 "content": "B."}, {"role": "user", "content": "c"},
+                                 {"role": "user", "content": ""}, {"role": "user", "content": "d"}],
+    "null content, named tool, text results": [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [_call(1), _call(2, {"days": 2})]},
+        {"role": "tool", "tool_call_id": "call00001", "name": "get_weather", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call00002", "content": ""},
+        {"role": "user", "content": "and tomorrow?"}],
+    "trailing spaces, continued": [{"role": "user", "content": "x"},
+                                   {"role": "assistant", "content": "a b  "},
+                                   {"role": "user", "content": "y"},
+                                   {"role": "assistant", "content": "Sure "}],
+    "assistant first": [{"role": "assistant", "content": "Hello."},
+                        {"role": "user", "content": "hi"}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MISTRAL_CASES))
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_request_details_match_mistral_common(
+    registry: Registry, mistral_common: dict[str, Any], model: str, case: str
+) -> None:
+    """`developer`, several system and user messages in a row, null content, arguments given as
+    an object, a tool's `name`, tool results that are not JSON or empty, trailing spaces, a
+    continued assistant message, an assistant message first; with a tool lacking parameters."""
+    messages = MISTRAL_CASES[case]
+    tools = [TOOLS_NO_PARAMETERS] if "tool" in case else None
+    theirs = mistral_ids(mistral_common[model], messages, tools, False)
+    assert isinstance(theirs, list), theirs
+    ours = count_conversation(registry, model, messages, tools, add_generation_prompt=False)
+    assert ours.count.ids == theirs
+
+
+TOOLS_NO_PARAMETERS = {"type": "function", "function": {"name": "now"}}
+
+
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_consecutive_assistants_are_joined(
+    registry: Registry, mistral_common: dict[str, Any], model: str
+) -> None:
+    """mistral-common 1.13.1 takes two assistant messages in a row (one turn, texts joined by a
+    blank line), and so does the service."""
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                {"role": "assistant", "content": "c"},
+                {"role": "user", "content": "d"}]  # fmt: skip
+    theirs = mistral_ids(mistral_common[model], messages, None, True)
+    assert isinstance(theirs, list)
+    assert count_conversation(registry, model, messages).count.ids == theirs
 
 
 # --- the OpenAI cookbook -----------------------------------------------------------------------

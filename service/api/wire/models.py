@@ -24,11 +24,15 @@ _MESSAGES = (
     "the index"
 )
 _TOOLS = "OpenAI-style tool (function) definitions offered to the model, if any"
-_AGP = "count the prompt that starts the assistant's reply, as a chat completion request does"
+_AGP = (
+    "count the prompt that starts the assistant's reply, as a chat completion request does "
+    "(Mistral's formats have none: false continues a last assistant message)"
+)
 _KWARGS = "extra variables for a Jinja chat template (e.g. `enable_thinking` for Qwen3)"
 _METHOD = (
-    "how the input was counted: `jinja-template` or `harmony` (exact), `openai-estimate` "
-    "(OpenAI's published per-message rule), or `text` (a plain text, exact); image parts, "
+    "how the input was counted: `jinja-template`, `harmony` or `mistral` (exact), "
+    "`openai-estimate` (OpenAI's published per-message rule), or `text` (a plain text, exact); "
+    "image parts, "
     "counted by the model's `images` rule, make any count an estimate"
 )
 _MONEY = "a decimal string in `currency`, never a float"
@@ -65,7 +69,8 @@ class ModelInfo(ResponseBody, frozen=True):
         str,
         doc(
             "how a conversation becomes tokens: `jinja` (the model's chat template), `harmony` "
-            "(OpenAI's gpt-oss format) or `openai-estimate` (OpenAI's per-message rule)",
+            "(OpenAI's gpt-oss format), `mistral` (Mistral's instruct format, as mistral-common "
+            "builds it) or `openai-estimate` (OpenAI's per-message rule)",
             "openai-estimate",
         ),
     ]

@@ -11,6 +11,7 @@ const ROLES = { jinja: ["system", "user", "assistant", "tool"] };
 const METHOD = {
   "jinja-template": "Exact: rendered with the model's Jinja chat template, then encoded",
   "harmony": "Exact: rendered in OpenAI's harmony format (gpt-oss), then encoded",
+  "mistral": "Exact: built in Mistral's instruct format (v3 or v7) as mistral-common builds it, then encoded",
   "openai-estimate": "Estimate (exact: false): OpenAI's published per-message rule; OpenAI does not publish its own rendering",
   "text": "Exact: a plain text",
 };
