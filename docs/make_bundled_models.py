@@ -87,7 +87,9 @@ prices = PriceFile(name="openai", version="1", currency="USD", prices=[
   Price(model="gpt-4.1", input_per_million="2.00", cached_input_per_million="0.50", output_per_million="8.00", source=src, read_on=day),
 ])
 m = json.load(open(root/'manifest.json'))
-m['models'] = []; m['prices'] = []
+# profiles added by `toksvc import model` (the Mistral ones) are kept; this script's are rewritten
+m['models'] = [e for e in m['models'] if e['name'] not in {mf.name for mf in models}]
+m['prices'] = []
 for mf in models:
     data = msgspec.json.format(msgspec.json.encode(mf)) + b"\n"
     p = model_path(mf.name, mf.version); (root/p).write_bytes(data)
