@@ -129,12 +129,6 @@ static PyObject *Engine_encode_with(EngineObject *self, PyObject *args) {
     return scan ? encode_one(self, scan, text) : NULL;
 }
 
-static PyObject *Engine_count_with(EngineObject *self, PyObject *args) {
-    PyObject *text;
-    scan_fn scan = scanner_arg(args, &text);
-    return scan ? count_one(self, scan, text) : NULL;
-}
-
 /* a batch: UTF-8 of every text first (with the GIL), then all of the work without it */
 static PyObject *batch(EngineObject *self, PyObject *texts, int count_only) {
     PyObject *seq = PySequence_Fast(texts, "texts must be a sequence of str");
@@ -305,7 +299,6 @@ static int ready(EngineObject *self) {
 GUARDED(Engine_encode)
 GUARDED(Engine_count)
 GUARDED(Engine_encode_with)
-GUARDED(Engine_count_with)
 GUARDED(Engine_encode_batch)
 GUARDED(Engine_count_batch)
 GUARDED(Engine_encode_pieces)
@@ -330,8 +323,6 @@ static PyMethodDef Engine_methods[] = {
     {"count", (PyCFunction)Engine_count_checked, METH_O, "number of ids of one text"},
     {"encode_with", (PyCFunction)Engine_encode_with_checked, METH_VARARGS,
      "ids of one text cut by the scanner given (scanner, text)"},
-    {"count_with", (PyCFunction)Engine_count_with_checked, METH_VARARGS,
-     "number of ids of one text cut by the scanner given (scanner, text)"},
     {"encode_batch", (PyCFunction)Engine_encode_batch_checked, METH_O, "ids of each text"},
     {"count_batch", (PyCFunction)Engine_count_batch_checked, METH_O, "count of each text"},
     {"encode_pieces", (PyCFunction)Engine_encode_pieces_checked, METH_O, "ids of pre-split pieces"},
