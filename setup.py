@@ -54,6 +54,7 @@ setup(
                 "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/piece_cache.h",
                 "service/bpe/csrc/pretok.h",
+                "service/bpe/csrc/pretok_chain.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",
             ],

@@ -2,9 +2,10 @@
 
 `--so PATH` loads that build of the extension in place of the installed one. For --seconds, hypothesis
 throws arbitrary text (any code point but surrogates, long runs, boundaries) at every entry point of
-every shipped tokenizer's engine; the checks are cheap invariants (ids decode to the text's bytes,
-count == len(encode), batch == single, a second pass equal to the first), the sanitizers catch memory
-and undefined-behaviour errors. Each example runs with the process's piece cache off, tiny (a few
+every shipped tokenizer's engine, with every scanner (the v2 chains' too); the checks are cheap
+invariants (ids decode to the text's bytes, count == len(encode), batch == single, a second pass
+equal to the first, a scanner's pieces cover the text), the sanitizers catch memory and
+undefined-behaviour errors. Each example runs with the process's piece cache off, tiny (a few
 buckets: evictions and refusals), or small, and now and then with threads encoding at once.
 """
 
@@ -17,9 +18,13 @@ import threading
 import time
 from array import array
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+if TYPE_CHECKING:  # imported after --so has loaded the build under test
+    from service.bpe.native import NativeEngine
 
 
 def load_extension(path: str) -> None:
@@ -112,6 +117,23 @@ def random_vocab_check() -> Callable[[], None]:
     return check
 
 
+def scanner_check(engines: list[NativeEngine], texts: st.SearchStrategy[str]) -> Callable[[], None]:
+    """Every scanner (a v2 file's chain included) on any engine's tables: its pieces cover the
+    text, and its cut-and-merge (`encode_split`) equals merging those pieces one by one."""
+    from service.bpe import native
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(text=texts, engine=st.sampled_from(engines),
+           scanner=st.sampled_from(sorted(native.SCANNERS)))  # fmt: skip
+    def check(text: str, engine: NativeEngine, scanner: str) -> None:
+        cut = native.split(scanner, text)
+        assert "".join(cut) == text and all(cut), scanner
+        assert engine.encode_split(scanner, text) == engine.encode_pieces(cut), scanner
+
+    return check  # type: ignore[no-any-return]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
@@ -142,7 +164,8 @@ def main() -> None:
     any_char = st.characters(exclude_categories=("Cs",))
     boundary = st.sampled_from([" ", "\n", "\r", "\t", "'", "s", "S", "\u017f", "1", "A", "a",
                                 "\u0301", "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ", "\x00",
-                                "\U0010ffff", "\U000e0001"])  # fmt: skip
+                                "\U0010ffff", "\U000e0001", "\u0663", "\u30ab", "\u30fb",
+                                "\u309b", "\u3040", "\u9fa6", ",a", "\u200d"])  # fmt: skip
     runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 5000)).map(lambda t: t[0] * t[1])
     texts = st.lists(
         st.one_of(
@@ -177,17 +200,16 @@ def main() -> None:
         merged = engine._engine.merge_bytes(raw)
         assert b"".join(tokens[i] or b"" for i in merged) == raw, name
 
-    check_build = build_check()
-    check_vocab = random_vocab_check()
+    checks = [check, scanner_check([engine for _, engine, _ in engines], texts), build_check(),
+              random_vocab_check()]  # fmt: skip
 
     deadline, rounds = time.monotonic() + args.seconds, 0
     while time.monotonic() < deadline:
-        check()
-        check_build()
-        check_vocab()
+        for one in checks:
+            one()
         rounds += 1
-    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines and {rounds * 40} "
-          "merge lists checked at load, and odd vocabularies, no failure")  # fmt: skip
+    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines, as many scanner "
+          f"cuts, {rounds * 40} merge lists checked at load, and odd vocabularies, no failure")  # fmt: skip
 
 
 if __name__ == "__main__":

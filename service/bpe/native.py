@@ -43,6 +43,7 @@ SCANNERS: dict[str, int] = (
         "tekken": _native.SCAN_TEKKEN,
         "qwen3.5": _native.SCAN_QWEN35,
         "kimi": _native.SCAN_KIMI,
+        "deepseek": _native.SCAN_DEEPSEEK,  # a chain of Split steps (service/store/chains.py)
     }
     if _native is not None
     else {}
@@ -73,6 +74,12 @@ class NativeEngine:
     def encode_pieces(self, pieces: list[str]) -> list[int]:
         """The ids of pieces already cut by a pre-tokenizer (format v2's pipeline)."""
         return self._engine.encode_pieces(pieces)
+
+    def encode_split(self, scanner: str, text: str) -> list[int]:
+        """The ids of `text` cut by the C scanner `scanner` (a key of SCANNERS), whichever
+        pattern this engine was built for: a v2 file's pre-tokenizers when a scanner splits
+        exactly as they do (service/bpe/pipeline.py)."""
+        return self._engine.encode_with(SCANNERS[scanner], text)
 
     def encode_ordinary(self, text: str) -> list[int]:
         if self._split is not None:

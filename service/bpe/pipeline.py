@@ -4,8 +4,10 @@ Encoding follows the reference step for step: added tokens that are matched on t
 split out first (leftmost, longest first, with their `lstrip`/`rstrip`/`single_word` rules); each
 stretch between them is normalized, then the added tokens matched on normalized text are split
 out; what is left is cut into pieces by the pre-tokenizer steps, and each piece is merged by the
-engine. Ids the engine made for synthetic merges (characters rebuilt from bytes that turned out
-not to be tokens, see docs/format.md) are expanded back into their byte-fallback ids.
+engine. When a C scanner cuts exactly what the steps cut (`scanner`, service/store/chains.py), the
+native engine cuts and merges each stretch in one call instead. Ids the engine made for
+synthetic merges (characters rebuilt from bytes that turned out not to be tokens, see
+docs/format.md) are expanded back into their byte-fallback ids.
 
 Special added tokens follow the tokenizer's special-token policy (`Tokenizer` checks disallowed
 ones first): only allowed ones are split out, any other is ordinary text. Non-special added tokens
@@ -33,6 +35,7 @@ from service.bpe.textsteps import (
 )
 
 MergePieces = Callable[[list[str]], list[int]]
+ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merged, in C
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
 _SPACE_AT_START = regex.compile(r"\p{White_Space}+")
 
@@ -71,6 +74,7 @@ class Pipeline:
     expand: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
+    scanner: str | None = None  # the C scanner that cuts exactly what `pre_tokenizers` cut
     _expand_from: int = 0  # the lowest synthetic id (set on creation)
     _key: object = field(default=None, compare=False, repr=False)  # `added` as a cache key
 
@@ -94,7 +98,10 @@ class Pipeline:
     def special_tokens(self) -> dict[str, int]:
         return {a.content: a.id for a in self.added if a.special}
 
-    def encode(self, text: str, allowed: Set[str], merge: MergePieces) -> list[int]:
+    def encode(
+        self, text: str, allowed: Set[str], merge: MergePieces, scan: ScanText | None = None
+    ) -> list[int]:
+        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`)."""
         raw, normalized = _matchers(self._key, frozenset(allowed))
         out: list[int] = []
         for n, (start, end, token) in enumerate(_split(text, raw)):
@@ -107,6 +114,9 @@ class Pipeline:
             for a, b, later in _split(segment, normalized):
                 if later is not None:
                     out.append(later.id)
+                    continue
+                if scan is not None:
+                    out += self._expanded(scan(segment[a:b]))
                     continue
                 pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
                 if pieces:

@@ -15,12 +15,13 @@ import asyncio
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Literal, TypeVar
 
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
-from service.bpe.pipeline import Pipeline, literal_trie
+from service.bpe.native import NativeEngine
+from service.bpe.pipeline import Pipeline, ScanText, literal_trie
 from service.bpe.vocab import Vocabulary
 from service.errors import (
     DisallowedSpecialError,
@@ -70,6 +71,10 @@ class Tokenizer:
         if pipeline is not None:
             self.special_tokens |= pipeline.special_tokens
             self._cache = None
+        self._scan: ScanText | None = None
+        """The native cut and merge of the pipeline's pre-tokenizers, where a scanner does them."""
+        if pipeline is not None and pipeline.scanner and isinstance(engine, NativeEngine):
+            self._scan = partial(engine.encode_split, pipeline.scanner)
         self.lead: Callable[[bytes], bytes] | None = None
         """What the start of a sequence makes of its first bytes: None for byte-level families;
         a SentencePiece family drops one leading space (the stream assembler applies it)."""
@@ -111,7 +116,8 @@ class Tokenizer:
             pipeline = self.pipeline
             allowed = self._allowed(text, allowed_special, disallowed_special)
             engine: PieceEngine = self.engine  # type: ignore[assignment]
-            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces), text)
+            scan = self._scan
+            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces, scan), text)
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):

@@ -9,6 +9,7 @@ from service.bpe.bytefallback import one_character, synthetic_merges
 from service.bpe.pipeline import AddedLiteral, DecodeStep, Pipeline
 from service.bpe.textsteps import Normalize, PreTokenize
 from service.store.bytelevel import gpt2_byte_alphabet
+from service.store.chains import chain_scanner
 from service.store.fileformat import TokenizerFile
 from service.store.pipelineformat import (
     ByteLevel,
@@ -78,6 +79,7 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
         expand,
         tuple(template.prefix) if template else (),
         tuple(template.suffix) if template else (),
+        chain_scanner(tf.pre_tokenizers) if tf.pre_tokenizers is not None else None,
     )
 
 

@@ -69,8 +69,8 @@ static const char *text_utf8(PyObject *text, size_t *n) {
     return s;
 }
 
-/* encode (count_only = 0) or count one text */
-static int run_one(EngineObject *self, PyObject *text, sink_t *out) {
+/* encode (count_only = 0) or count one text, cut by `scan` */
+static int run_one(EngineObject *self, scan_fn scan, PyObject *text, sink_t *out) {
     size_t n;
     int rc;
     const char *s = text_utf8(text, &n);
@@ -79,31 +79,54 @@ static int run_one(EngineObject *self, PyObject *text, sink_t *out) {
     pc_table *pc = pc_acquire();
     if (n >= GIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
-        rc = encode_text(self, (const uint8_t *)s, n, out, pc, &tally);
+        rc = encode_text(self, scan, (const uint8_t *)s, n, out, pc, &tally);
         pc_release(pc, &tally);
         Py_END_ALLOW_THREADS
     } else {
-        rc = encode_text(self, (const uint8_t *)s, n, out, pc, &tally);
+        rc = encode_text(self, scan, (const uint8_t *)s, n, out, pc, &tally);
         pc_release(pc, &tally);
     }
     return rc;
 }
 
-static PyObject *Engine_encode(EngineObject *self, PyObject *text) {
+static PyObject *encode_one(EngineObject *self, scan_fn scan, PyObject *text) {
     sink_t out = {0};
-    int rc = run_one(self, text, &out);
+    int rc = run_one(self, scan, text, &out);
     PyObject *res = rc == -3 ? NULL : rc ? raise_for(rc) : ids_to_list(&out);
     free(out.ids);
     return res;
 }
 
-static PyObject *Engine_count(EngineObject *self, PyObject *text) {
+static PyObject *count_one(EngineObject *self, scan_fn scan, PyObject *text) {
     sink_t out = {0};
     out.count_only = 1;
-    int rc = run_one(self, text, &out);
+    int rc = run_one(self, scan, text, &out);
     if (rc == -3) return NULL;
     if (rc) return raise_for(rc);
     return PyLong_FromSize_t(out.len);
+}
+
+static PyObject *Engine_encode(EngineObject *self, PyObject *text) {
+    return encode_one(self, scanner_fn(self->scanner), text);
+}
+
+static PyObject *Engine_count(EngineObject *self, PyObject *text) {
+    return count_one(self, scanner_fn(self->scanner), text);
+}
+
+/* (scanner, text): the scanner named by the call, not the engine's (a v2 file's chain) */
+static scan_fn scanner_arg(PyObject *args, PyObject **text) {
+    int scanner;
+    if (!PyArg_ParseTuple(args, "iU", &scanner, text)) return NULL;
+    scan_fn scan = scanner_fn(scanner);
+    if (!scan) PyErr_SetString(PyExc_ValueError, "unknown scanner");
+    return scan;
+}
+
+static PyObject *Engine_encode_with(EngineObject *self, PyObject *args) {
+    PyObject *text;
+    scan_fn scan = scanner_arg(args, &text);
+    return scan ? encode_one(self, scan, text) : NULL;
 }
 
 /* a batch: UTF-8 of every text first (with the GIL), then all of the work without it */
@@ -126,7 +149,8 @@ static PyObject *batch(EngineObject *self, PyObject *texts, int count_only) {
     pc_table *pc = pc_acquire();
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
-        rc = encode_text(self, (const uint8_t *)ptrs[i], lens[i], &outs[i], pc, &tally);
+        rc = encode_text(self, scanner_fn(self->scanner), (const uint8_t *)ptrs[i], lens[i],
+                         &outs[i], pc, &tally);
     pc_release(pc, &tally);
     Py_END_ALLOW_THREADS
     if (rc) { raise_for(rc); goto done; }
@@ -274,6 +298,7 @@ static int ready(EngineObject *self) {
     }
 GUARDED(Engine_encode)
 GUARDED(Engine_count)
+GUARDED(Engine_encode_with)
 GUARDED(Engine_encode_batch)
 GUARDED(Engine_count_batch)
 GUARDED(Engine_encode_pieces)
@@ -296,6 +321,8 @@ static PyObject *Engine_nbytes(EngineObject *self, void *closure) {
 static PyMethodDef Engine_methods[] = {
     {"encode", (PyCFunction)Engine_encode_checked, METH_O, "ids of one text"},
     {"count", (PyCFunction)Engine_count_checked, METH_O, "number of ids of one text"},
+    {"encode_with", (PyCFunction)Engine_encode_with_checked, METH_VARARGS,
+     "ids of one text cut by the scanner given (scanner, text)"},
     {"encode_batch", (PyCFunction)Engine_encode_batch_checked, METH_O, "ids of each text"},
     {"count_batch", (PyCFunction)Engine_count_batch_checked, METH_O, "count of each text"},
     {"encode_pieces", (PyCFunction)Engine_encode_pieces_checked, METH_O, "ids of pre-split pieces"},
@@ -432,7 +459,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(m, "SCAN_LLAMA3", SCAN_LLAMA3) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_TEKKEN", SCAN_TEKKEN) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_QWEN35", SCAN_QWEN35) < 0 ||
-        PyModule_AddIntConstant(m, "SCAN_KIMI", SCAN_KIMI) < 0) {
+        PyModule_AddIntConstant(m, "SCAN_KIMI", SCAN_KIMI) < 0 ||
+        PyModule_AddIntConstant(m, "SCAN_DEEPSEEK", SCAN_DEEPSEEK) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -9,6 +9,7 @@
 #include "merge.h"
 #include "piece_cache.h"
 #include "pretok.h"
+#include "pretok_chain.h"
 
 #define MAX_TEXT 0x7FFFFFF0u
 #ifndef BACKTRACK_FROM
@@ -36,6 +37,7 @@ static scan_fn scanner_fn(int scanner) {
     case SCAN_TEKKEN: return scan_tekken;
     case SCAN_QWEN35: return scan_qwen35;
     case SCAN_KIMI: return scan_kimi;
+    case SCAN_DEEPSEEK: return scan_deepseek;
     default: return NULL;
     }
 }
@@ -173,10 +175,10 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
     return 0;
 }
 
-/* `pc`: the piece cache this call may use (NULL: none); what it saw goes into *tally */
-static int encode_text(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
-                       pc_table *pc, pc_tally *tally) {
-    scan_fn scan = scanner_fn(e->scanner);
+/* `scan`: what cuts the text into pieces (the engine's scanner, or a chain's; NULL: the text is
+   one piece); `pc`: the piece cache this call may use (NULL: none); what it saw goes into *tally */
+static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, size_t n,
+                       sink_t *out, pc_table *pc, pc_tally *tally) {
     if (!scan) return merge_piece(e, s, n, out);
     memo_t memo = {0};
     pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}};

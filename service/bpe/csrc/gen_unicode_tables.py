@@ -21,6 +21,7 @@ CLASSES = {  # bit -> the class tiktoken's regex engine tests
     "UC_LO": (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"),  # o200k's lower-ish class
     "UC_M": (32, r"\p{M}"),  # Qwen3.5's letter class adds the marks
     "UC_HAN": (64, r"\p{Han}"),  # Kimi's first alternative, and what its letter classes leave out
+    "UC_PS": (128, r"[\p{P}\p{S}]"),  # DeepSeek's punctuation-and-symbol class
 }
 # Sentinel letters: the first Unicode version that assigned each (all are \p{L} once assigned).
 SENTINELS = [("15.0", 0x1E030), ("15.1", 0x2EBF0), ("16.0", 0x1C89), ("17.0", 0x16EA0)]

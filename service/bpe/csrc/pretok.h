@@ -325,6 +325,7 @@ static size_t scan_kimi(const uint8_t *s, size_t n, size_t p) {
 
 enum {
     SCAN_NONE = 0, SCAN_GPT2 = 1, SCAN_CL100K = 2, SCAN_O200K = 3, SCAN_QWEN2 = 4,
-    SCAN_LLAMA3 = 5, SCAN_TEKKEN = 6, SCAN_QWEN35 = 7, SCAN_KIMI = 8, SCAN_LAST = SCAN_KIMI
+    SCAN_LLAMA3 = 5, SCAN_TEKKEN = 6, SCAN_QWEN35 = 7, SCAN_KIMI = 8, SCAN_DEEPSEEK = 9,
+    SCAN_LAST = SCAN_DEEPSEEK /* the chains' scanners are in pretok_chain.h */
 };
 typedef size_t (*scan_fn)(const uint8_t *, size_t, size_t);
