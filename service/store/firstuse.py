@@ -111,18 +111,22 @@ class FileHead(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def defined_ids(self) -> int:
         """Defined ids, special tokens included: those of the bytes, the byte-fallback and extra
-        tokens, the special and added tokens, and one per merge (each merge is one `[`; in a
-        valid file no merge makes an id defined elsewhere)."""
-        n_merges = bytes(self.merges).count(b"[") - 1
+        tokens, the special and added tokens, and the merges' results. Without listed tokens
+        each merge makes a new id, so merges are counted (one `[` each), not parsed; a
+        SentencePiece import lists tokens that merges make again, so its merges are parsed."""
         ids = set(range(256) if self.byte_ids is None else self.byte_ids)
         ids.update(self.byte_fallback or ())
         ids.update(tid for tid, _ in self.tokens)
         ids.update(self.special_tokens.values())
         ids.update(a.id for a in self.added_tokens or ())
-        return len(ids) + n_merges
+        if not self.tokens and not self.byte_fallback:
+            return len(ids) + bytes(self.merges).count(b"[") - 1
+        ids.update(made for _, _, made in _merges.decode(self.merges))
+        return len(ids)
 
 
 _head = msgspec.json.Decoder(FileHead)
+_merges = msgspec.json.Decoder(list[tuple[int, int, int]])
 
 
 def read_head(store: Path, entry: ManifestEntry) -> tuple[FileHead, bytes]:
