@@ -23,6 +23,7 @@ class Engine:
         triples: Any,
         scanner: int,
         free_ids: bool = False,
+        backtracking: bool = True,
     ) -> None: ...
     @property
     def nbytes(self) -> int: ...

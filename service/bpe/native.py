@@ -137,7 +137,10 @@ def pairs_all_whole(vocab: Vocabulary) -> bool | None:
     checked in C (None without the extension)."""
     if _native is None:
         return None
-    engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
+    # the merge table is all this check needs (no backtracking tables)
+    engine = _native.Engine(
+        "pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0, backtracking=False
+    )
     return engine.all_whole(vocab.tokens)
 
 

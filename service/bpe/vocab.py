@@ -9,9 +9,10 @@ pays for them.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -42,7 +43,7 @@ class Vocabulary:
             triples = array("I")
         new = triples[2::3]
         # pairs with free ids (format v2): a merge's rank is its position, not its new id
-        self.free_ids = rule == "pairs" and any(a >= b for a, b in pairwise(new))
+        self.free_ids = rule == "pairs" and any(map(operator.ge, new, new[1:]))
         self.byte_ids = tuple(byte_ids)
         self.tokens = tokens  # tokens[id] = the token's bytes, None where no token has that id
         self._triples = triples  # left, right, new, left, right, new, ...

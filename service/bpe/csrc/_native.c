@@ -248,16 +248,17 @@ static PyObject *Engine_rescanned(EngineObject *self, PyObject *arg) {
 }
 
 static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", "free_ids", NULL};
+    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", "free_ids",
+                             "backtracking", NULL};
     const char *rule;
     PyObject *tokens, *byte_ids, *triples;
-    int scanner, free_ids = 0;
+    int scanner, free_ids = 0, backtracking = 1;
     if (self->bt.slots || self->pt.keys || self->owner) {
         PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|p", kwlist, &rule, &tokens, &byte_ids,
-                                     &triples, &scanner, &free_ids))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|pp", kwlist, &rule, &tokens, &byte_ids,
+                                     &triples, &scanner, &free_ids, &backtracking))
         return -1;
     if (scanner < SCAN_NONE || scanner > SCAN_LAST) {
         PyErr_SetString(PyExc_ValueError, "unknown scanner");
@@ -273,7 +274,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         rc = init_ranks(self, tokens);
     } else if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        rc = init_pairs(self, tokens, byte_ids, triples, free_ids);
+        rc = init_pairs(self, tokens, byte_ids, triples, free_ids, backtracking);
     } else {
         PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     }

@@ -130,8 +130,9 @@ done:
     return rc;
 }
 
+/* `backtracking` 0: the merge table alone (a check of the vocabulary, not an engine to serve) */
 static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples,
-                      int free_ids) {
+                      int free_ids, int backtracking) {
     pair_table *t = &self->pt;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence");
     if (!seq) return -1;
@@ -175,7 +176,10 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
     }
     self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals) +
                    (free_ids ? count * sizeof *t->new_of : 0);
-    if (free_ids) { rc = keep_backtracking(self, 0); goto done; } /* backtracking needs ids = ranks */
+    if (free_ids || !backtracking) { /* backtracking needs ids = ranks */
+        rc = keep_backtracking(self, 0);
+        goto done;
+    }
     backtrack_t *b = &self->bk;
     int fits = bk_layout(b, tokens);
     if (fits < 0) goto done;
