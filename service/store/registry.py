@@ -272,13 +272,15 @@ def build(
     *,
     token_bytes: list[bytes | None] | None = None,
     triples: bytes | None = None,
-    shared: SharedVocabularies,
-    key: VocabularyKey,
+    shared: SharedVocabularies | None = None,
+    key: VocabularyKey | None = None,
 ) -> LoadedTokenizer:
     """`shared`: what this load built so far; a file with the same vocabulary (`key`) as one
     built earlier takes its vocabulary and engine (or, with another pattern, an engine over the
     same tables), one with the same tokens under the other rule its token list
     (service.store.sharing)."""
+    shared = shared if shared is not None else SharedVocabularies()
+    key = key if key is not None else SharedVocabularies.key(tf)
     pattern = tf.pattern if tf.format_version == 1 else None
     known = shared.get(key)
     if known is None:
