@@ -45,9 +45,14 @@ def engine_sharing(
     """An engine for `vocab` split by `pattern`, where `engine` serves the same vocabulary split
     by another pattern: a native one lends its tables (held once), any other kind is built anew
     by `factory`."""
+    return native_lent(engine, pattern) or factory(vocab, pattern, self_consistent)
+
+
+def native_lent(engine: Engine, pattern: str | None) -> Engine | None:
+    """An engine over `engine`'s native tables split by `pattern`; None if it is not native."""
     if isinstance(engine, native.NativeEngine):
         return engine.split_by(pattern, SCANNER_OF.get(pattern) if pattern is not None else None)
-    return factory(vocab, pattern, self_consistent)
+    return None
 
 
 def default_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:

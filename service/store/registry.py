@@ -30,7 +30,7 @@ from service.errors import (
     StoreError,
     TokenizerNotFoundError,
 )
-from service.store.engines import default_engine, engine_sharing
+from service.store.engines import default_engine, engine_sharing, native_lent
 from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.firstuse import BuiltTokenizer, FirstUse, read_head
 from service.store.manifest import (
@@ -277,8 +277,8 @@ def build(
 ) -> LoadedTokenizer:
     """`shared`: what this load built so far; a file with the same vocabulary (`key`) as one
     built earlier takes its vocabulary and engine (or, with another pattern, an engine over the
-    same tables), one with the same tokens under the other rule its token list
-    (service.store.sharing)."""
+    same tables), one with the same tokens under the other rule its token list, and where both
+    are self-consistent its native tables too (service.store.sharing)."""
     shared = shared if shared is not None else SharedVocabularies()
     key = key if key is not None else SharedVocabularies.key(tf)
     pattern = tf.pattern if tf.format_version == 1 else None
@@ -296,8 +296,12 @@ def build(
             vocab.tokens[synthetic] = None
         vocab = shared.same_content(key, vocab)
         self_consistent = vocab.self_consistent()
-        known = BuiltVocabulary(vocab, factory(vocab, pattern, self_consistent), self_consistent,
-                                expand)  # fmt: skip
+        twin = shared.twin(key, vocab.rule)
+        lent = None  # a twin under the other rule gives the same ids when both are consistent
+        if twin is not None and self_consistent and twin.self_consistent and not expand:
+            lent = native_lent(twin.engine, pattern)
+        known = BuiltVocabulary(vocab, lent or factory(vocab, pattern, self_consistent),
+                                self_consistent, expand)  # fmt: skip
         shared.add(key, known, pattern, known.engine)
     engine = shared.engine(key, pattern)
     if engine is None:

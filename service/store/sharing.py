@@ -8,7 +8,9 @@ same native tables, service.store.engines.engine_sharing), which saves verifying
 again and the memory of a second copy. Files with the same tokens under the other rule (qwen2's
 `ranks` and qwen2.5's `pairs`) build their own engine but hold one list of token bytes and one
 merge table. Only content decides: the sha256 of everything the tokens are built from, with the
-rule for a vocabulary, and the pattern for an engine. Nothing is kept between loads or on disk.
+rule for a vocabulary, and the pattern for an engine. Where the `pairs` one of such twins is
+self-consistent, both rules give the same ids on every input (docs/format.md), so they also share
+one native engine's tables. Nothing is kept between loads or on disk.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class SharedVocabularies:
         self._built: dict[bytes, BuiltVocabulary] = {}
         self._engines: dict[tuple[bytes, str | None], Engine] = {}
         self._content: dict[bytes, Vocabulary] = {}
+        self._tokens: dict[bytes, BuiltVocabulary] = {}  # by content: the first built
 
     @staticmethod
     def key(tf: TokenizerFile) -> VocabularyKey:
@@ -63,7 +66,13 @@ class SharedVocabularies:
     ) -> None:
         """Keep `built` (the first of its vocabulary) and `engine`, its engine for `pattern`."""
         self._built.setdefault(key.vocabulary, built)
+        self._tokens.setdefault(key.content, built)
         self._engines.setdefault((key.vocabulary, pattern), engine)
+
+    def twin(self, key: VocabularyKey, rule: str) -> BuiltVocabulary | None:
+        """The vocabulary built in this load with the same tokens under the other rule, if any."""
+        found = self._tokens.get(key.content)
+        return found if found is not None and found.vocab.rule != rule else None
 
     def same_content(self, key: VocabularyKey, vocab: Vocabulary) -> Vocabulary:
         """`vocab` holding the token list and merge table of the first vocabulary of the same

@@ -70,6 +70,36 @@ def test_another_rule_or_other_merges_share_no_engine(tmp_path: Path) -> None:
         assert ours.encode(TEXT, allowed_special="all") == alone.encode(TEXT, allowed_special="all")
 
 
+def test_twins_under_the_two_rules_share_an_engine_only_when_self_consistent(
+    tmp_path: Path,
+) -> None:
+    """ "abc" is made from "a" + "bc": under `pairs` "abc" stays a, bc (not self-consistent), under
+    `ranks` it is one token; each keeps its own engine and ids. A consistent pair shares."""
+    odd = TokenizerFile(name="odd", version="1", rule="pairs", pattern=r"\w+|\W+",
+                        merges=[(98, 99, 256), (97, 98, 257), (257, 99, 258)])  # fmt: skip
+    fine = TokenizerFile(name="fine", version="1", rule="pairs", pattern=r"\w+|\W+",
+                         merges=[(97, 98, 256), (256, 99, 257), (98, 99, 258)])  # fmt: skip
+    for tf in (odd, fine):
+        add_to_store(tmp_path, tf)
+        add_to_store(tmp_path, msgspec.structs.replace(tf, name=f"{tf.name}-ranks", rule="ranks"))
+    reg = load_store(tmp_path, engine_factory())
+    assert not reg.failures
+    assert reg.resolve("odd").self_consistent is False and reg.resolve("fine").self_consistent
+    for name in ("odd", "odd-ranks", "fine", "fine-ranks"):
+        alone = load_store(tmp_path, engine_factory(), only=name).resolve(name).tokenizer
+        ours = reg.resolve(name).tokenizer
+        for text in ("abc", "abcabc bcab", "cab abca"):
+            assert ours.encode(text) == alone.encode(text), (name, text)
+    assert reg.resolve("odd").tokenizer.encode("abc") != reg.resolve("odd-ranks").tokenizer.encode(
+        "abc"
+    )
+    odd_engines = {id(reg.resolve(n).tokenizer.engine) for n in ("odd", "odd-ranks")}
+    assert len(odd_engines) == 2
+    if native.AVAILABLE:
+        lent = [reg.resolve(n).tokenizer.engine for n in ("fine", "fine-ranks")]
+        assert sorted(getattr(e, "nbytes", -1) == 0 for e in lent) == [False, True]
+
+
 def test_share_tables_only_when_equal() -> None:
     merges = [(97, 98, 256), (256, 99, 257)]
     pairs, ranks = Vocabulary.build("pairs", merges), Vocabulary.build("ranks", merges)
@@ -112,6 +142,9 @@ def test_bundled_files_share_what_they_have_in_common(bundled: Registry) -> None
     qwen2, qwen25 = (bundled.resolve(n).tokenizer for n in ("qwen2", "qwen2.5"))
     assert (qwen2.vocab.rule, qwen25.vocab.rule) == ("ranks", "pairs")
     assert qwen2.vocab.tokens is qwen25.vocab.tokens
+    assert bundled.resolve("qwen2.5").self_consistent  # so qwen2's native tables serve it too
+    if isinstance(qwen25.engine, NativeEngine):
+        assert qwen25.engine.nbytes == 0 and qwen25.engine is not qwen2.engine
 
 
 @pytest.mark.parametrize("ref", listed_refs([BUNDLED_STORE]))
