@@ -1,9 +1,13 @@
 """Start-up and memory of a worker with load on first use: a new process loads the bundled store
 as a worker does (hashes and heads only), then uses each tokenizer once, alone in its own new
 process: the first-use latency and what it adds to the RSS (the per-family figures of
-docs/scaling.md). Then the whole store built at once, for comparison.
+docs/scaling.md). Then the whole store built at once, for comparison. `--worker`: one real
+`toksvc serve` worker on 127.0.0.1: its RSS when ready, after the first `count` of each
+tokenizer in turn (what each added family costs on top of the ones before, files that share
+tables included), and after one `decode` of each.
 
     python loadtests/bench_first_use.py            # medians of 3 processes per figure
+    python loadtests/bench_first_use.py --worker   # one worker, every tokenizer in turn
 """
 
 from __future__ import annotations
@@ -13,6 +17,11 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import httpx
+import serving
 
 from service.settings import Settings
 from service.store.registry import listed_refs
@@ -47,7 +56,49 @@ def run(*args: str, runs: int = 3) -> dict[str, float]:
     return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
 
 
+def worker_rss(pid: int) -> float:
+    """MB resident in the server process and its children (one worker: the same process)."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    children = found.stdout
+    total = 0.0
+    for one in [pid, *map(int, children.split())]:
+        status = Path(f"/proc/{one}/status").read_text()
+        total += int(status.split("VmRSS:")[1].split()[0]) / 1024
+    return total
+
+
+def bench_worker() -> None:
+    started = time.perf_counter()
+    server = serving.start(workers=1)
+    try:
+        ready = time.perf_counter() - started
+        pid = server.process.pid
+        print(f"load average {os.getloadavg()[0]:.1f} (2 cores shared: a loaded machine)")
+        print(f"one worker ready (/readyz) in {ready:.2f} s: RSS {worker_rss(pid):.0f} MB")
+        refs = [t["ref"] for t in httpx.get(f"{server.base}/v1/tokenizers").json()["tokenizers"]]
+        print(
+            f"{'tokenizer (first count)':<24} {'wall (s)':>8} {'worker RSS (MB)':>16} {'added':>6}"
+        )
+        before = worker_rss(pid)
+        for ref in refs:
+            t = time.perf_counter()
+            httpx.post(f"{server.base}/v1/tokenizers/{ref}/count", json={"text": "Hello, world"},
+                       timeout=60).raise_for_status()  # fmt: skip
+            wall, now = time.perf_counter() - t, worker_rss(pid)
+            print(f"{ref:<24} {wall:>8.2f} {now:>16.0f} {now - before:>+6.0f}")
+            before = now
+        for ref in refs:
+            httpx.post(f"{server.base}/v1/tokenizers/{ref}/decode", json={"ids": [1, 2, 3]},
+                       timeout=60).raise_for_status()  # fmt: skip
+        print(f"after one decode per tokenizer: RSS {worker_rss(pid):.0f} MB")
+    finally:
+        serving.stop(server)
+
+
 def main() -> None:
+    if "--worker" in sys.argv[1:]:
+        bench_worker()
+        return
     load = os.getloadavg()[0]
     lazy, eager = run("lazy"), run("eager")
     print(f"load average {load:.1f} (2 cores shared: figures from a loaded machine)")

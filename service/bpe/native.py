@@ -58,14 +58,26 @@ class NativeEngine:
         custom pattern, split here with the `regex` module; no `pattern`: the text is one piece."""
         if _native is None:
             raise RuntimeError("the native engine is not built")
-        code = SCANNERS[scanner] if scanner is not None else _native.SCAN_NONE
         self._split = regex.compile(pattern).findall if scanner is None and pattern else None
         self._engine = _native.Engine(
-            vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, code, vocab.free_ids
-        )
+            vocab.rule, vocab.tokens, vocab.byte_ids, vocab._triples, _scanner_code(scanner),
+            vocab.free_ids,
+        )  # fmt: skip
         self.nbytes = self._engine.nbytes
         # the ranks rule walks longer pieces with backtrack.h when the vocabulary qualifies
         self.backtracking = self._engine.backtracking
+
+    def split_by(self, pattern: str | None, scanner: str | None = None) -> NativeEngine:
+        """An engine for the same vocabulary split by another pattern (`scanner` as in
+        `__init__`): it uses these tables (it keeps them alive), so a vocabulary that two files
+        cut differently (cl100k_base and phi-4) is held once; `nbytes` is 0, the tables being
+        counted here."""
+        other = object.__new__(NativeEngine)
+        other._split = regex.compile(pattern).findall if scanner is None and pattern else None
+        other._engine = self._engine.rescanned(_scanner_code(scanner))
+        other.nbytes = other._engine.nbytes
+        other.backtracking = other._engine.backtracking
+        return other
 
     def merge_bytes(self, piece: bytes) -> list[int]:
         """The ids of one piece given as bytes (no pre-tokenization, no special tokens)."""
@@ -102,6 +114,11 @@ class NativeEngine:
         return self._engine.count_batch(texts)
 
 
+def _scanner_code(scanner: str | None) -> int:
+    assert _native is not None
+    return SCANNERS[scanner] if scanner is not None else _native.SCAN_NONE
+
+
 PIECE_CACHE_STATS = ("capacity_bytes", "capacity_entries", "entries", "hits", "misses", "inserts",
                      "refused", "busy")  # fmt: skip
 
@@ -127,7 +144,10 @@ def pairs_all_whole(vocab: Vocabulary) -> bool | None:
     checked in C (None without the extension)."""
     if _native is None:
         return None
-    engine = _native.Engine("pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0)
+    # the merge table is all this check needs (no backtracking tables)
+    engine = _native.Engine(
+        "pairs", vocab.tokens, vocab.byte_ids, vocab._triples, 0, backtracking=False
+    )
     return engine.all_whole(vocab.tokens)
 
 

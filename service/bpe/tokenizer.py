@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from functools import lru_cache, partial
 from typing import Literal, TypeVar
@@ -34,6 +35,7 @@ from service.errors import (
 )
 
 Normalization = Literal["none", "NFC", "NFKC"]
+_GAP = 0xFFFFFFFF  # decoded_size's entry for an id without a token: no real sum reaches it
 Errors = Literal["strict", "replace"]
 SpecialSet = Set[str] | Literal["all"]
 R = TypeVar("R")
@@ -91,8 +93,8 @@ class Tokenizer:
             table.extend([None] * (added.id + 1 - len(table)))
             table[added.id] = pipeline.decoded(added)  # type: ignore[union-attr]
         self._table = table
-        self._lengths: list[int | None] | None = None  # built on first use (decoded_size)
-        self._leads: list[int] | None = None  # built on first use (character_starts)
+        self._lengths: array[int] | None = None  # built on first use (decoded_size)
+        self._leads: array[int] | None = None  # built on first use (character_starts)
         self._kept: list[bytes | None] | None = None  # built on first use (kept_bytes)
         self.n_vocab = len(table)
         """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
@@ -239,23 +241,26 @@ class Tokenizer:
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
         lengths = self._lengths
-        if lengths is None:  # two threads may both build it: the same list, harmless
-            lengths = self._lengths = [None if b is None else len(b) for b in self._table]
+        if lengths is None:  # two threads may both build it: the same table, harmless
+            lengths = self._lengths = array("I", [_GAP if b is None or len(b) >= _GAP else len(b)
+                                                  for b in self._table])  # fmt: skip
         try:
             if ids and min(ids) < 0:
                 raise IndexError
-            return sum(map(lengths.__getitem__, ids))  # type: ignore[arg-type]
-        except (IndexError, TypeError):
-            return len(self.decode_bytes(ids))  # raises UnknownIdError naming them
+            size = sum(map(lengths.__getitem__, ids))
+        except IndexError:
+            size = _GAP
+        # an unknown id (or a token of 4 GiB) counts _GAP: only then is the exact answer needed
+        return size if size < _GAP else len(self.decode_bytes(ids))  # raises UnknownIdError
 
     def character_starts(self, ids: Sequence[int]) -> list[int]:
         """How many characters start in each token's bytes (its UTF-8 lead bytes): summed over a
         prefix of the ids, where the next token lies in the decoded text, in code points (a
         character split over two tokens counts in the first). Known ids only."""
         leads = self._leads
-        if leads is None:  # two threads may both build it: the same list, harmless
-            leads = self._leads = [0 if b is None else sum((c & 0xC0) != 0x80 for c in b)
-                                   for b in self._table]  # fmt: skip
+        if leads is None:  # two threads may both build it: the same table, harmless
+            starts = [0 if b is None else sum((c & 0xC0) != 0x80 for c in b) for b in self._table]
+            leads = self._leads = array("I", starts)
         return list(map(leads.__getitem__, ids))
 
     @property

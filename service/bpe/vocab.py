@@ -1,15 +1,18 @@
 """A vocabulary built from validated merge triples: what the merge rules and the decoder look up.
 
 Kept compact, because a worker holds every shipped vocabulary: token bytes in a list indexed by
-id, the merge triples in a flat array; the look-up dicts the Python engine needs (`merges`,
-`encoder`) are built on first use, so a vocabulary served by the fast engine never pays for them.
+id, the merge triples in a flat array (the `pairs` rule's table; the `ranks` rule reads the token
+bytes alone, so a `ranks` vocabulary keeps none); the look-up dicts the Python engine needs
+(`merges`, `encoder`) are built on first use, so a vocabulary served by the fast engine never
+pays for them.
 """
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -36,9 +39,11 @@ class Vocabulary:
         self, rule: Rule, byte_ids: Sequence[int], tokens: list[bytes | None], triples: array[int]
     ) -> None:
         self.rule = rule
+        if rule == "ranks":  # its merges are the token bytes themselves: no table to keep
+            triples = array("I")
         new = triples[2::3]
         # pairs with free ids (format v2): a merge's rank is its position, not its new id
-        self.free_ids = rule == "pairs" and any(a >= b for a, b in pairwise(new))
+        self.free_ids = rule == "pairs" and any(map(operator.ge, new, new[1:]))
         self.byte_ids = tuple(byte_ids)
         self.tokens = tokens  # tokens[id] = the token's bytes, None where no token has that id
         self._triples = triples  # left, right, new, left, right, new, ...
@@ -71,12 +76,23 @@ class Vocabulary:
                 tokens[tid] = data
         else:
             tokens = list(token_bytes)
-        if triples is not None and len(triples) == 12 * len(merges):
+        if rule == "ranks":
+            flat = array("I")  # not kept (see __init__)
+        elif triples is not None and len(triples) == 12 * len(merges):
             flat = array("I")
             flat.frombytes(triples)
         else:
             flat = array("I", chain.from_iterable(merges))
         return cls(rule, byte_ids, tokens, flat)
+
+    def share_tables(self, other: Vocabulary) -> bool:
+        """Hold `other`'s token list if it equals this one's (two files with the same tokens
+        under the two rules, qwen2 and qwen2.5): one copy of the bytes in memory. Whether they
+        were equal."""
+        if self.tokens is other.tokens or self.tokens != other.tokens:
+            return self.tokens is other.tokens
+        self.tokens = other.tokens
+        return True
 
     def items(self) -> Iterable[tuple[int, bytes]]:
         """(id, bytes) of every token."""

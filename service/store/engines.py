@@ -10,6 +10,7 @@ module; both merge rules run in C, exact with the reference by construction. `lo
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from service.bpe import Engine, PythonEngine, Vocabulary, native
 from service.store.presets import PATTERNS
@@ -32,6 +33,26 @@ def native_engine(vocab: Vocabulary, pattern: str | None) -> Engine | None:
     except ValueError as exc:  # a vocabulary the C tables cannot hold
         log.warning("native engine unavailable (%s); using the Python engine", exc)
         return None
+
+
+def engine_sharing(
+    engine: Engine,
+    vocab: Vocabulary,
+    pattern: str | None,
+    self_consistent: bool,
+    factory: Callable[[Vocabulary, str | None, bool], Engine],
+) -> Engine:
+    """An engine for `vocab` split by `pattern`, where `engine` serves the same vocabulary split
+    by another pattern: a native one lends its tables (held once), any other kind is built anew
+    by `factory`."""
+    return native_lent(engine, pattern) or factory(vocab, pattern, self_consistent)
+
+
+def native_lent(engine: Engine, pattern: str | None) -> Engine | None:
+    """An engine over `engine`'s native tables split by `pattern`; None if it is not native."""
+    if isinstance(engine, native.NativeEngine):
+        return engine.split_by(pattern, SCANNER_OF.get(pattern) if pattern is not None else None)
+    return None
 
 
 def default_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:

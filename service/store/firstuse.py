@@ -13,6 +13,8 @@ failure of the registry (so `/readyz` turns 503) and its requests get `tokenizer
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,9 +73,29 @@ class FirstUse:
                     except StoreError as exc:
                         self._failed = exc
                     self._build = None  # the closure holds the load's state: let it go
+                    give_back_freed_memory()
                 if self._built is None:
                     raise TokenizerUnavailableError(self._ref, str(self._failed))
             return self._built
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+        return trim
+    except (OSError, AttributeError, TypeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def give_back_freed_memory() -> None:
+    """A build lets go of the file's bytes and its parse (several times the engine's own size);
+    glibc keeps such freed heap pages mapped, so the worker's RSS would stay as high as during the
+    build. malloc_trim returns them to the system (elsewhere: nothing to do)."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 class AddedHead(msgspec.Struct, frozen=True):

@@ -30,7 +30,7 @@ from service.errors import (
     StoreError,
     TokenizerNotFoundError,
 )
-from service.store.engines import default_engine
+from service.store.engines import default_engine, engine_sharing, native_lent
 from service.store.fileformat import Metadata, TokenizerFile, parse
 from service.store.firstuse import BuiltTokenizer, FirstUse, read_head
 from service.store.manifest import (
@@ -44,7 +44,7 @@ from service.store.manifest import (
 from service.store.modelstore import LoadedModel, ModelTables, load_models
 from service.store.pipelinebuild import engine_merges, pipeline_of
 from service.store.reading import read_verified
-from service.store.sharing import BuiltVocabulary, SharedVocabularies
+from service.store.sharing import BuiltVocabulary, SharedVocabularies, VocabularyKey
 from service.store.validation import validate
 
 # (vocabulary, split pattern, self-consistent?) -> the engine that serves it
@@ -256,17 +256,12 @@ def load_entry(
         raise FormatError(
             where, "name/version", f"file says {tf.name}@{tf.version}, manifest says {entry.ref}"
         )
-    key = SharedVocabularies.key(tf) if shared is not None else b""
-    known = shared.get(key) if shared is not None else None
+    shared = shared if shared is not None else SharedVocabularies()
+    key = SharedVocabularies.key(tf)
+    known = shared.get(key)
     checked = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
-    loaded = build(entry, tf, factory, text_cache, token_bytes=checked.tokens,
-                   triples=checked.triples, known=known)  # fmt: skip
-    if shared is not None and known is None:
-        tokenizer = loaded.tokenizer
-        expand = tokenizer.pipeline.expand if tokenizer.pipeline is not None else {}
-        shared.add(key, BuiltVocabulary(tokenizer.vocab, tokenizer.engine, loaded.self_consistent,
-                                        dict(expand)))  # fmt: skip
-    return loaded
+    return build(entry, tf, factory, text_cache, token_bytes=checked.tokens,
+                 triples=checked.triples, shared=shared, key=key)  # fmt: skip
 
 
 def build(
@@ -277,11 +272,17 @@ def build(
     *,
     token_bytes: list[bytes | None] | None = None,
     triples: bytes | None = None,
-    known: BuiltVocabulary | None = None,
+    shared: SharedVocabularies | None = None,
+    key: VocabularyKey | None = None,
 ) -> LoadedTokenizer:
-    """`known`: the vocabulary and engine of a file with the same content but for its special
-    tokens, built earlier in this load (service.store.sharing)."""
-    expand: dict[int, tuple[int, ...]] = {}
+    """`shared`: what this load built so far; a file with the same vocabulary (`key`) as one
+    built earlier takes its vocabulary and engine (or, with another pattern, an engine over the
+    same tables), one with the same tokens under the other rule its token list, and where both
+    are self-consistent its native tables too (service.store.sharing)."""
+    shared = shared if shared is not None else SharedVocabularies()
+    key = key if key is not None else SharedVocabularies.key(tf)
+    pattern = tf.pattern if tf.format_version == 1 else None
+    known = shared.get(key)
     if known is None:
         extra = {tid: bytes.fromhex(h) for tid, h in tf.tokens}
         for b, tid in enumerate(tf.byte_fallback or ()):
@@ -293,14 +294,23 @@ def build(
                                  token_bytes=token_bytes, triples=triples)  # fmt: skip
         for synthetic in expand:  # never an output: expanded into byte-fallback ids
             vocab.tokens[synthetic] = None
+        vocab = shared.same_content(key, vocab)
         self_consistent = vocab.self_consistent()
-        pattern = tf.pattern if tf.format_version == 1 else None
-        known = BuiltVocabulary(vocab, factory(vocab, pattern, self_consistent), self_consistent,
-                                expand)  # fmt: skip
+        twin = shared.twin(key, vocab.rule)
+        lent = None  # a twin under the other rule gives the same ids when both are consistent
+        if twin is not None and self_consistent and twin.self_consistent and not expand:
+            lent = native_lent(twin.engine, pattern)
+        known = BuiltVocabulary(vocab, lent or factory(vocab, pattern, self_consistent),
+                                self_consistent, expand)  # fmt: skip
+        shared.add(key, known, pattern, known.engine)
+    engine = shared.engine(key, pattern)
+    if engine is None:
+        engine = engine_sharing(known.engine, known.vocab, pattern, known.self_consistent, factory)
+        shared.add(key, known, pattern, engine)
     vocab, self_consistent = known.vocab, known.self_consistent
     tokenizer = Tokenizer(
         vocab,
-        known.engine,
+        engine,
         tf.special_tokens,
         tf.normalization,
         cache=text_cache,

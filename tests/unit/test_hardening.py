@@ -162,6 +162,11 @@ def test_decoded_size_is_the_length_of_the_decoded_bytes() -> None:
         t.decoded_size([1, 10**9])
     with pytest.raises(UnknownIdError):
         t.decoded_size([-1])
+    far = max(t.special_tokens.values()) + 10  # the ids between are no tokens
+    gapped = Tokenizer(t.vocab, t.engine, {**t.special_tokens, "<|far|>": far})
+    assert gapped.decoded_size([*ids, far]) == len(gapped.decode_bytes([*ids, far]))
+    with pytest.raises(UnknownIdError):
+        gapped.decoded_size([*ids, far - 1])
 
 
 def test_the_piece_cache_keeps_no_long_piece() -> None:

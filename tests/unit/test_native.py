@@ -89,6 +89,38 @@ def test_a_ranks_vocabulary_with_few_tokens_over_two_bytes(longer: int) -> None:
         assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
 
 
+def test_token_look_up_at_the_slot_boundaries() -> None:
+    """Tokens compared in the slot (up to 8 bytes), through the blob (9 to 254) and in the list of
+    long tokens (255 and more), with look-alikes of the same length and head that are no token:
+    the ids of the reference, piece by piece and split into many pieces."""
+    rng = random.Random(5)
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    misses = []
+    for n in (3, 7, 8, 9, 15, 16, 17, 100, 254, 255, 256, 400):
+        head = bytes(rng.choices(b"abcdefgh", k=n - 1))
+        tokens += [head + b"x", head + b"y"]
+        misses.append(head + b"z")  # same length and head as two tokens
+    vocab = Vocabulary("ranks", range(256), tokens, array("I"))
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    split = NativeEngine(vocab, r"[a-h]{1,9}|[xyz]")
+    split_slow = PythonEngine(vocab, r"[a-h]{1,9}|[xyz]")
+    for tid, token in enumerate(tokens):
+        assert token is not None and fast.merge_bytes(token) == [tid]
+    for text in [t.decode() for t in [*tokens[256:], *misses]] + [
+        "".join(map(bytes.decode, misses))
+    ]:
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text), text[:20]
+        assert split.encode_ordinary(text) == split_slow.encode_ordinary(text), text[:20]
+
+
+def test_too_many_ids_for_the_native_tables_is_refused() -> None:
+    """Ids are kept in 24 bits: a larger vocabulary is refused (the Python engine then serves)."""
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    tokens += [None] * (2**24 - 256) + [b"abc"]
+    with pytest.raises(ValueError, match="too many tokens"):
+        NativeEngine(Vocabulary("ranks", range(256), tokens, array("I")), None)
+
+
 @pytest.mark.parametrize(
     "merges",
     [

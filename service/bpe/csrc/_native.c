@@ -245,17 +245,44 @@ static PyObject *Engine_all_whole(EngineObject *self, PyObject *tokens) {
     return PyBool_FromLong(whole);
 }
 
+static PyTypeObject EngineType;
+
+/* rescanned(scanner): an engine with this engine's tables (not copied: it keeps this one alive)
+   and another scanner, for a vocabulary that two files split with different patterns */
+static PyObject *Engine_rescanned(EngineObject *self, PyObject *arg) {
+    long scanner = PyLong_AsLong(arg);
+    if (scanner == -1 && PyErr_Occurred()) return NULL;
+    if (scanner < SCAN_NONE || scanner > SCAN_LAST) {
+        PyErr_SetString(PyExc_ValueError, "unknown scanner");
+        return NULL;
+    }
+    EngineObject *other = (EngineObject *)EngineType.tp_alloc(&EngineType, 0);
+    if (!other) return NULL;
+    PyObject *owner = self->owner ? self->owner : (PyObject *)self;
+    other->pairs = self->pairs;
+    other->scanner = (int)scanner;
+    other->bt = self->bt;
+    other->bk = self->bk;
+    other->pt = self->pt;
+    other->nbytes = 0;
+    other->serial = self->serial; /* a piece merges alike whatever cut it: cache entries agree */
+    Py_INCREF(owner);
+    other->owner = owner;
+    return (PyObject *)other;
+}
+
 static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", "free_ids", NULL};
+    static char *kwlist[] = {"rule", "tokens", "byte_ids", "triples", "scanner", "free_ids",
+                             "backtracking", NULL};
     const char *rule;
     PyObject *tokens, *byte_ids, *triples;
-    int scanner, free_ids = 0;
-    if (self->bt.slots || self->pt.keys) {
+    int scanner, free_ids = 0, backtracking = 1;
+    if (self->bt.slots || self->pt.keys || self->owner) {
         PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|p", kwlist, &rule, &tokens, &byte_ids,
-                                     &triples, &scanner, &free_ids))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOOOi|pp", kwlist, &rule, &tokens, &byte_ids,
+                                     &triples, &scanner, &free_ids, &backtracking))
         return -1;
     if (scanner < SCAN_NONE || scanner > SCAN_LAST) {
         PyErr_SetString(PyExc_ValueError, "unknown scanner");
@@ -271,7 +298,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         rc = init_ranks(self, tokens);
     } else if (strcmp(rule, "pairs") == 0) {
         self->pairs = 1;
-        rc = init_pairs(self, tokens, byte_ids, triples, free_ids);
+        rc = init_pairs(self, tokens, byte_ids, triples, free_ids, backtracking);
     } else {
         PyErr_SetString(PyExc_ValueError, "rule must be 'ranks' or 'pairs'");
     }
@@ -305,11 +332,16 @@ GUARDED(Engine_encode_pieces)
 GUARDED(Engine_count_pieces)
 GUARDED(Engine_merge_bytes)
 GUARDED(Engine_all_whole)
+GUARDED(Engine_rescanned)
 
 static void Engine_dealloc(EngineObject *self) {
-    bt_free(&self->bt);
-    bk_free(&self->bk);
-    pt_free(&self->pt);
+    if (self->owner) {
+        Py_CLEAR(self->owner); /* the tables are the owner's */
+    } else {
+        bt_free(&self->bt);
+        bk_free(&self->bk);
+        pt_free(&self->pt);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -330,6 +362,8 @@ static PyMethodDef Engine_methods[] = {
     {"merge_bytes", (PyCFunction)Engine_merge_bytes_checked, METH_O, "ids of one piece of bytes"},
     {"all_whole", (PyCFunction)Engine_all_whole_checked, METH_O,
      "every token (list by id) of more than two bytes merges to itself alone"},
+    {"rescanned", (PyCFunction)Engine_rescanned_checked, METH_O,
+     "an engine sharing these tables, with another scanner"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -339,7 +373,8 @@ static PyObject *Engine_backtracking(EngineObject *self, void *closure) {
 }
 
 static PyGetSetDef Engine_getset[] = {
-    {"nbytes", (getter)Engine_nbytes, NULL, "bytes held by the look-up tables", NULL},
+    {"nbytes", (getter)Engine_nbytes, NULL,
+     "bytes held by the look-up tables (0 for an engine that shares another's)", NULL},
     {"backtracking", (getter)Engine_backtracking, NULL,
      "whether the ranks rule runs the backtracking encoder (backtrack.h) on longer pieces", NULL},
     {NULL, NULL, NULL, NULL, NULL},

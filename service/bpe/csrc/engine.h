@@ -24,7 +24,9 @@ typedef struct {
     backtrack_t bk; /* the backtracking encoder's tables, either rule (bk.on: in use) */
     pair_table pt;
     size_t nbytes;
-    uint32_t serial; /* this engine's part of a piece cache key: unique in the process */
+    uint32_t serial; /* this engine's part of a piece cache key: unique in the process, but
+                        shared with the engines that share its tables (the same merges) */
+    PyObject *owner; /* NULL, or the engine whose tables these are (kept alive, never freed here) */
 } EngineObject;
 
 static scan_fn scanner_fn(int scanner) {

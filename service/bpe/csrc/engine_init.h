@@ -26,9 +26,9 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
     PyObject *seq = PySequence_Fast(tokens, "tokens must be a sequence");
     if (!seq) return -1;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
-    size_t total = 0, longer = 0;
+    size_t total = 0, longer = 0, longs = 0;
     int rc = -1;
-    if ((size_t)m >= NO_RANK) { PyErr_SetString(PyExc_ValueError, "too many tokens"); goto done; }
+    if ((size_t)m > BT_MAX_IDS) { PyErr_SetString(PyExc_ValueError, "too many tokens"); goto done; }
     for (Py_ssize_t i = 0; i < m; i++) {
         PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
         if (t == Py_None) continue;
@@ -37,10 +37,13 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
         if (len == 0) { PyErr_SetString(PyExc_ValueError, "an empty token"); goto done; }
         total += (size_t)len;
         longer += len > 2;
+        longs += len >= SLOT_LONG;
     }
     if (total >= MAX_TEXT) { PyErr_SetString(PyExc_ValueError, "tokens too large"); goto done; }
     bytes_table *t = &self->bt;
-    t->mask = pow2_at_least(longer * 2) - 1;
+    /* filled to at most 3/4: a hit probes about two slots (four to a cache line), and most
+       misses never reach the slots (the filter) */
+    t->mask = pow2_at_least(longer + longer / 3 + 1) - 1;
     t->slots = calloc(t->mask + 1, sizeof *t->slots);
     t->blob = malloc(total + 1);
     t->pair_rank = malloc(65536 * sizeof *t->pair_rank);
@@ -48,7 +51,11 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
        16 or 32 bits made a calloc of 0 words that bt_insert and bt_lookup then overran) */
     t->filter_mask = pow2_at_least(longer * 16 < 64 ? 64 : longer * 16) - 1;
     t->filter = calloc((t->filter_mask + 1) / 64, sizeof *t->filter);
-    if (!t->slots || !t->blob || !t->pair_rank || !t->filter) { PyErr_NoMemory(); goto done; }
+    t->longs = malloc((longs ? longs : 1) * sizeof *t->longs);
+    if (!t->slots || !t->blob || !t->pair_rank || !t->filter || !t->longs) {
+        PyErr_NoMemory();
+        goto done;
+    }
     memset(t->pair_rank, 0xFF, 65536 * sizeof *t->pair_rank);
     memset(t->byte_rank, 0xFF, sizeof t->byte_rank);
     backtrack_t *b = &self->bk;
@@ -74,7 +81,7 @@ static int init_ranks(EngineObject *self, PyObject *tokens) {
             goto done;
         }
     self->nbytes = (t->mask + 1) * sizeof *t->slots + total + 65536 * sizeof *t->pair_rank +
-                   (t->filter_mask + 1) / 8;
+                   (t->filter_mask + 1) / 8 + longs * sizeof *t->longs;
     b->blob = t->blob;
     int built = 0;
     if (longest <= BK_MAX_TOKEN) {
@@ -125,8 +132,9 @@ done:
     return rc;
 }
 
+/* `backtracking` 0: the merge table alone (a check of the vocabulary, not an engine to serve) */
 static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples,
-                      int free_ids) {
+                      int free_ids, int backtracking) {
     pair_table *t = &self->pt;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence");
     if (!seq) return -1;
@@ -170,7 +178,10 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
     }
     self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals) +
                    (free_ids ? count * sizeof *t->new_of : 0);
-    if (free_ids) { rc = keep_backtracking(self, 0); goto done; } /* backtracking needs ids = ranks */
+    if (free_ids || !backtracking) { /* backtracking needs ids = ranks */
+        rc = keep_backtracking(self, 0);
+        goto done;
+    }
     backtrack_t *b = &self->bk;
     int fits = bk_layout(b, tokens);
     if (fits < 0) goto done;

@@ -15,21 +15,33 @@ the rank of the pair now at its position differs (a rank names one token, so equ
 #define LONG_PIECE 64
 
 /* ---- token bytes -> id (the ranks rule) ---- */
-#define SLOT_HEAD 16
+/* A slot is 16 bytes (four a cache line): the token's first 8 bytes (zero-padded), where its
+   bytes are in the blob, and its id with its length (ids below 2^24, lengths below 255). A probe
+   compares the length and the head in the slot; only a token longer than 8 bytes whose head
+   matched is read from the blob. The few tokens of 255 bytes or more are kept in a short list. */
+#define SLOT_HEAD 8
+#define SLOT_LONG 255        /* tokens this long or longer live in bytes_table.longs */
+#define BT_MAX_IDS (1u << 24) /* ids must fit the slot's 24 bits */
 typedef struct {
-    uint32_t hash, off, len, id;
-    uint8_t head[SLOT_HEAD]; /* the token's first bytes: most tokens are compared in the slot's
-                                own cache line, without a trip to the blob */
+    uint64_t head;   /* the token's first bytes (at most SLOT_HEAD), zero-padded */
+    uint32_t off;    /* where its bytes are in the blob */
+    uint32_t id_len; /* id << 8 | length; 0 marks an empty slot (a slot token has 3+ bytes) */
 } slot_t;
 
 typedef struct {
-    slot_t *slots;   /* open addressing, linear probing; len == 0 marks an empty slot */
+    uint32_t off, len, id;
+} long_token;
+
+typedef struct {
+    slot_t *slots;   /* open addressing, linear probing */
     size_t mask;
     uint8_t *blob;   /* every token's bytes, back to back */
     uint32_t byte_rank[256];
     uint32_t *pair_rank; /* 65536 entries: the id of every two-byte token */
     uint64_t *filter;    /* one bit per hash value (& filter_mask) of each longer token: most */
     size_t filter_mask;  /* look-ups are misses, and this answers them from a small table */
+    long_token *longs;   /* tokens of SLOT_LONG bytes or more (few or none), searched in turn */
+    size_t nlongs;
 } bytes_table;
 
 static inline uint32_t hash_bytes(const uint8_t *k, size_t len) {
@@ -52,11 +64,31 @@ static inline uint32_t hash_bytes(const uint8_t *k, size_t len) {
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t len) {
-    if (len > 16) return memcmp(a, b, len) == 0;
-    for (size_t i = 0; i < len; i++)
-        if (a[i] != b[i]) return 0;
-    return 1;
+static inline uint64_t slot_head(const uint8_t *k, size_t len) {
+    uint64_t w = 0;
+    if (len >= SLOT_HEAD) memcpy(&w, k, SLOT_HEAD);
+    else memcpy(&w, k, len);
+    return w;
+}
+
+/* the slot of k (a token of 3 to SLOT_LONG - 1 bytes), or the empty slot where it would go */
+static inline slot_t *bt_probe(const bytes_table *t, const uint8_t *k, size_t len, uint32_t h) {
+    uint64_t head = slot_head(k, len);
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        slot_t *sl = &t->slots[i];
+        if (sl->id_len == 0) return sl;
+        if ((sl->id_len & 0xFF) == len && sl->head == head &&
+            (len <= SLOT_HEAD ||
+             memcmp(t->blob + sl->off + SLOT_HEAD, k + SLOT_HEAD, len - SLOT_HEAD) == 0))
+            return sl;
+    }
+}
+
+static inline long_token *bt_long(const bytes_table *t, const uint8_t *k, size_t len) {
+    for (size_t i = 0; i < t->nlongs; i++)
+        if (t->longs[i].len == len && memcmp(t->blob + t->longs[i].off, k, len) == 0)
+            return &t->longs[i];
+    return NULL;
 }
 
 static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t len) {
@@ -65,19 +97,16 @@ static inline uint32_t bt_lookup(const bytes_table *t, const uint8_t *k, size_t 
     uint32_t h = hash_bytes(k, len);
     size_t bit = h & t->filter_mask;
     if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) return NO_RANK;
-    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        const slot_t *sl = &t->slots[i];
-        if (sl->len == 0) return NO_RANK;
-        if (sl->hash == h && sl->len == len &&
-            (len <= SLOT_HEAD ? same_bytes(sl->head, k, len)
-                              : memcmp(sl->head, k, SLOT_HEAD) == 0 &&
-                                    memcmp(t->blob + sl->off + SLOT_HEAD, k + SLOT_HEAD,
-                                           len - SLOT_HEAD) == 0))
-            return sl->id;
+    if (len >= SLOT_LONG) {
+        const long_token *lt = bt_long(t, k, len);
+        return lt ? lt->id : NO_RANK;
     }
+    const slot_t *sl = bt_probe(t, k, len, h);
+    return sl->id_len ? sl->id_len >> 8 : NO_RANK;
 }
 
-/* Insert (later ids win for equal bytes, as in a dict built in id order). 0 on success. */
+/* Insert (later ids win for equal bytes, as in a dict built in id order); id < BT_MAX_IDS, and
+   `longs` has room for every token of SLOT_LONG bytes or more. 0 on success. */
 static int bt_insert(bytes_table *t, uint32_t off, uint32_t len, uint32_t id) {
     const uint8_t *k = t->blob + off;
     if (len == 1) { t->byte_rank[k[0]] = id; return 0; }
@@ -85,18 +114,19 @@ static int bt_insert(bytes_table *t, uint32_t off, uint32_t len, uint32_t id) {
     uint32_t h = hash_bytes(k, len);
     size_t bit = h & t->filter_mask;
     t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
-    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        slot_t *sl = &t->slots[i];
-        if (sl->len == 0) {
-            sl->hash = h; sl->off = off; sl->len = len; sl->id = id;
-            memcpy(sl->head, k, len < SLOT_HEAD ? len : SLOT_HEAD);
-            return 0;
-        }
-        if (sl->hash == h && sl->len == len && memcmp(t->blob + sl->off, k, len) == 0) {
-            sl->id = id;
-            return 0;
-        }
+    if (len >= SLOT_LONG) {
+        long_token *lt = bt_long(t, k, len);
+        if (lt) lt->id = id;
+        else t->longs[t->nlongs++] = (long_token){off, len, id};
+        return 0;
     }
+    slot_t *sl = bt_probe(t, k, len, h);
+    if (sl->id_len == 0) {
+        sl->head = slot_head(k, len);
+        sl->off = off;
+    }
+    sl->id_len = id << 8 | len;
+    return 0;
 }
 
 static void bt_free(bytes_table *t) {
@@ -104,6 +134,7 @@ static void bt_free(bytes_table *t) {
     free(t->blob);
     free(t->pair_rank);
     free(t->filter);
+    free(t->longs);
     memset(t, 0, sizeof *t);
 }
 

@@ -119,7 +119,8 @@ static int trie_init(trie_t *t) {
 }
 
 static int trie_child(trie_t *t, uint32_t node, uint8_t c, uint32_t *child) {
-    if ((t->links + 1) * 2 > t->link_mask + 1 && trie_grow(t)) return -1;
+    /* filled to at most 0.7: a walk's last step (a miss) probes about four links, one line */
+    if ((t->links + 1) * 10 > (t->link_mask + 1) * 7 && trie_grow(t)) return -1;
     uint32_t key = node << 8 | c;
     size_t i = trie_hash(key) & t->link_mask;
     for (; t->link[i].key != TRIE_EMPTY; i = (i + 1) & t->link_mask)
