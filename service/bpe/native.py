@@ -93,6 +93,14 @@ class NativeEngine:
         exactly as they do (service/bpe/pipeline.py)."""
         return self._engine.encode_with(SCANNERS[scanner], text)
 
+    def encode_words(
+        self, mark: bytes, contexts: Sequence[tuple[bytes, bytes]], items: Sequence[str | int]
+    ) -> list[int]:
+        """The ids of `items` in order: a str is a stretch cut before each `mark` (one
+        character's UTF-8) except in `contexts` (service/bpe/wordcut.py), each piece merged; an
+        int is an added token's id, put as it is."""
+        return self._engine.encode_words(items, mark, contexts)
+
     def encode_ordinary(self, text: str) -> list[int]:
         if self._split is not None:
             return self._engine.encode_pieces(self._split(text))

@@ -36,6 +36,8 @@ from service.bpe.textsteps import (
 
 MergePieces = Callable[[list[str]], list[int]]
 ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merged, in C
+# stretches (str, cut by the word cut: service/bpe/wordcut.py) and added ids (int), in C
+EncodeWords = Callable[[list[str | int]], list[int]]
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
 _SPACE_AT_START = regex.compile(r"\p{White_Space}+")
 
@@ -75,6 +77,7 @@ class Pipeline:
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
     scanner: str | None = None  # the C scanner that cuts exactly what `pre_tokenizers` cut
+    words: str | None = None  # the mark a stretch may be cut before (no pre-tokenizers left)
     _expand_from: int = 0  # the lowest synthetic id (set on creation)
     _key: object = field(default=None, compare=False, repr=False)  # `added` as a cache key
 
@@ -99,10 +102,19 @@ class Pipeline:
         return {a.content: a.id for a in self.added if a.special}
 
     def encode(
-        self, text: str, allowed: Set[str], merge: MergePieces, scan: ScanText | None = None
+        self,
+        text: str,
+        allowed: Set[str],
+        merge: MergePieces,
+        scan: ScanText | None = None,
+        words: EncodeWords | None = None,
     ) -> list[int]:
-        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`)."""
+        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`);
+        `words`: the engine's word cut and merge of the whole text's stretches in one call (for a
+        pipeline with `words` and no added tokens matched on normalized text)."""
         raw, normalized = _matchers(self._key, frozenset(allowed))
+        if words is not None and normalized is None:
+            return self._expanded(words(self._stretches(text, raw)))
         out: list[int] = []
         for n, (start, end, token) in enumerate(_split(text, raw)):
             if n % CHECK_EVERY == CHECK_EVERY - 1:
@@ -122,6 +134,30 @@ class Pipeline:
                 if pieces:
                     out += self._expanded(merge(pieces))
         return out
+
+    def _stretches(self, text: str, raw: _Matcher) -> list[str | int]:
+        """The normalized stretches between the added tokens of `raw` and those tokens' ids, in
+        order (a stretch's pre-tokenizers are none: the caller checked)."""
+        steps = self.normalizers
+        items: list[str | int] = []
+        if raw is not None and raw[2] is not None:  # no token with rules: the split in C
+            tokens = raw[1]
+            for n, part in enumerate(raw[2](text)):
+                if n % CHECK_EVERY == CHECK_EVERY - 1:
+                    checkpoint()
+                if n & 1:
+                    items.append(tokens[part].id)
+                elif part:
+                    items.append(run_normalizers(steps, part, n == 0)[0])
+            return items
+        for n, (start, end, token) in enumerate(_split(text, raw)):
+            if n % CHECK_EVERY == CHECK_EVERY - 1:
+                checkpoint()
+            if token is not None:
+                items.append(token.id)
+            else:
+                items.append(run_normalizers(steps, text[start:end], start == 0)[0])
+        return items
 
     def _expanded(self, ids: list[int]) -> list[int]:
         expand = self.expand
@@ -152,7 +188,9 @@ class Pipeline:
         return text
 
 
-_Matcher = tuple[re.Pattern[str], dict[str, AddedLiteral]] | None
+# the trie, the tokens by what is matched, and when no token has lstrip/rstrip/single_word rules
+# the trie's `split` (gaps and matches alternating)
+_Matcher = tuple[re.Pattern[str], dict[str, AddedLiteral], Callable[[str], list[str]] | None] | None
 
 
 class _AddedSet:
@@ -180,7 +218,9 @@ def _matcher(tokens: list[AddedLiteral]) -> _Matcher:
     if not tokens:
         return None
     by_content = {t.match: t for t in tokens if t.match}
-    return re.compile(literal_trie(sorted(by_content))), by_content
+    trie = literal_trie(sorted(by_content))
+    plain = not any(t.lstrip or t.rstrip or t.single_word for t in by_content.values())
+    return re.compile(trie), by_content, re.compile(f"({trie})").split if plain else None
 
 
 def literal_trie(literals: list[str]) -> str:
@@ -214,7 +254,7 @@ def _split(text: str, matcher: _Matcher) -> list[tuple[int, int, AddedLiteral | 
     `split_with_indices` cuts it."""
     if matcher is None or not text:
         return [(0, len(text), None)] if text else []
-    pattern, tokens = matcher
+    pattern, tokens, _ = matcher
     found: list[tuple[int, int, AddedLiteral]] = []
     start_offset = 0
     for m in pattern.finditer(text):

@@ -43,6 +43,11 @@ def lowercase() -> Normalize:
 
 
 def replace(pattern: str, content: str, *, is_regex: bool) -> Normalize:
+    if not is_regex and pattern:  # a string: str.replace, leftmost non-overlapping as the regex
+        return lambda text, origin: (
+            text.replace(pattern, content),
+            origin and (bool(content) or not text.startswith(pattern)),
+        )
     compiled = regex.compile(pattern if is_regex else regex.escape(pattern))
 
     def normalize(text: str, origin: bool) -> tuple[str, bool]:

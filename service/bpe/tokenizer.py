@@ -22,8 +22,9 @@ from typing import Literal, TypeVar
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
 from service.bpe.native import NativeEngine
-from service.bpe.pipeline import Pipeline, ScanText, literal_trie
+from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, literal_trie
 from service.bpe.vocab import Vocabulary
+from service.bpe.wordcut import contexts
 from service.errors import (
     DisallowedSpecialError,
     EngineFailureError,
@@ -77,6 +78,12 @@ class Tokenizer:
         """The native cut and merge of the pipeline's pre-tokenizers, where a scanner does them."""
         if pipeline is not None and pipeline.scanner and isinstance(engine, NativeEngine):
             self._scan = partial(engine.encode_split, pipeline.scanner)
+        self._words: EncodeWords | None = None
+        """The native word cut and merge of a pipeline's stretches (service/bpe/wordcut.py)."""
+        if pipeline is not None and pipeline.words and isinstance(engine, NativeEngine):
+            unsafe = contexts(vocab.tokens, pipeline.words)
+            if unsafe is not None:
+                self._words = partial(engine.encode_words, pipeline.words.encode(), unsafe)
         self.lead: Callable[[bytes], bytes] | None = None
         """What the start of a sequence makes of its first bytes: None for byte-level families;
         a SentencePiece family drops one leading space (the stream assembler applies it)."""
@@ -118,8 +125,10 @@ class Tokenizer:
             pipeline = self.pipeline
             allowed = self._allowed(text, allowed_special, disallowed_special)
             engine: PieceEngine = self.engine  # type: ignore[assignment]
-            scan = self._scan
-            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces, scan), text)
+            scan, words = self._scan, self._words
+            ids = _guarded(
+                lambda t: pipeline.encode(t, allowed, engine.encode_pieces, scan, words), text
+            )
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):

@@ -1,8 +1,16 @@
 """What a format v2 file's pipeline fields become: the engine-side steps of
 `service.bpe.pipeline`, and for SentencePiece-style files the synthetic character merges
-(`service.bpe.bytefallback`) ranked before the file's own."""
+(`service.bpe.bytefallback`) ranked before the file's own.
+
+Steps that provably do nothing are left out, proved from their definitions: a literal `Split`
+whose pattern holds the character a last literal `Replace` normalizer replaced everywhere
+(Gemma 3 splits on ' ' after replacing every ' ' by '▁'). A pipeline left with no pre-tokenizer
+whose last normalizer puts in one character (the metaspace '▁') gets that character as its word
+cut mark (service/bpe/wordcut.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from service.bpe import textsteps
 from service.bpe.bytefallback import one_character, synthetic_merges
@@ -61,7 +69,7 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
     if tf.normalization != "none":
         normalizers.insert(0, textsteps.unicode_form(tf.normalization))
     if tf.pre_tokenizers is not None:
-        pre = [_pre_tokenizer(p) for p in tf.pre_tokenizers]
+        pre = [_pre_tokenizer(p) for p in _live(tf.normalizers or (), tf.pre_tokenizers)]
     elif tf.pattern is not None:  # v1's meaning: the matches, what none covers dropped
         pre = [textsteps.matches(tf.pattern)]
     else:
@@ -80,7 +88,45 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
         tuple(template.prefix) if template else (),
         tuple(template.suffix) if template else (),
         chain_scanner(tf.pre_tokenizers) if tf.pre_tokenizers is not None else None,
+        _word_mark(tf.normalizers or ()) if not pre else None,
     )
+
+
+def _replaced(normalizers: Sequence[Normalizer]) -> str | None:
+    """The one character no normalized text holds: what a last literal `Replace` of one
+    character by text without it replaced (str.replace leaves none)."""
+    last = normalizers[-1] if normalizers else None
+    if isinstance(last, Replace) and not last.regex and len(last.pattern) == 1:
+        return last.pattern if last.pattern not in last.content else None
+    return None
+
+
+def _live(normalizers: Sequence[Normalizer], pre: Sequence[PreTokenizer]) -> list[PreTokenizer]:
+    """`pre` without the literal `Split` steps that cannot match: their pattern holds the
+    character no normalized text holds, and only `Split` steps (which cut, never change text)
+    run before them. A Split without a match keeps its piece whole (unless `invert`)."""
+    gone = _replaced(normalizers)
+    out: list[PreTokenizer] = []
+    for i, p in enumerate(pre):
+        if not (isinstance(p, Split) and _never_matches(p, gone) and _cuts_only(pre[:i])):
+            out.append(p)
+    return out
+
+
+def _never_matches(p: Split, gone: str | None) -> bool:
+    return not (p.regex or p.invert) and gone is not None and gone in p.pattern
+
+
+def _cuts_only(pre: Sequence[PreTokenizer]) -> bool:
+    return all(isinstance(q, Split) for q in pre)
+
+
+def _word_mark(normalizers: Sequence[Normalizer]) -> str | None:
+    """The word cut's mark: the one character a last literal `Replace` puts in (a metaspace)."""
+    last = normalizers[-1] if normalizers else None
+    if isinstance(last, Replace) and len(last.content) == 1:
+        return last.content
+    return None
 
 
 def _byte_level_spelling(content: str) -> bytes | None:

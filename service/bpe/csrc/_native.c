@@ -209,6 +209,98 @@ static PyObject *Engine_count_pieces(EngineObject *self, PyObject *list) {
     return pieces(self, list, 1);
 }
 
+/* encode_words(items, mark, contexts): a SentencePiece-style text in one call. `items` in order:
+   a str is a stretch cut by the word cut (wordcut.h: before each `mark`, except where one of the
+   `contexts`, (behind, ahead) bytes pairs, holds), an int an added token's id, put as it is */
+static int words_contexts(PyObject *contexts, wc_context *ctx, size_t *nctx) {
+    PyObject *seq = PySequence_Fast(contexts, "contexts must be a sequence of (bytes, bytes)");
+    if (!seq) return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    int rc = -1;
+    if (m > WC_MAX_CONTEXTS) {
+        PyErr_SetString(PyExc_ValueError, "too many word cut contexts");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *b, *a;
+        if (!PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "SS", &b, &a)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a context is (bytes, bytes)");
+            goto done;
+        }
+        if (PyBytes_GET_SIZE(b) > WC_MAX_BYTES || PyBytes_GET_SIZE(a) > WC_MAX_BYTES) {
+            PyErr_SetString(PyExc_ValueError, "word cut context too long");
+            goto done;
+        }
+        ctx[i] = (wc_context){(const uint8_t *)PyBytes_AS_STRING(b),
+                              (const uint8_t *)PyBytes_AS_STRING(a),
+                              (size_t)PyBytes_GET_SIZE(b), (size_t)PyBytes_GET_SIZE(a)};
+    }
+    *nctx = (size_t)m;
+    rc = 0;
+done:
+    Py_DECREF(seq); /* the bytes stay alive: the caller holds `contexts` for the call */
+    return rc;
+}
+
+static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
+    PyObject *items, *contexts;
+    const char *mark;
+    Py_ssize_t nmark;
+    if (!PyArg_ParseTuple(args, "Oy#O", &items, &mark, &nmark, &contexts)) return NULL;
+    if (nmark < 1 || nmark > 4) {
+        PyErr_SetString(PyExc_ValueError, "mark must be one character's UTF-8");
+        return NULL;
+    }
+    wc_context ctx[WC_MAX_CONTEXTS];
+    wordcut_t w = {(const uint8_t *)mark, (size_t)nmark, ctx, 0};
+    if (words_contexts(contexts, ctx, &w.nctx)) return NULL;
+    PyObject *seq = PySequence_Fast(items, "items must be a sequence of str and int");
+    if (!seq) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    const char **ptrs = calloc((size_t)m + 1, sizeof *ptrs);
+    size_t *lens = calloc((size_t)m + 1, sizeof *lens); /* for an id: the id */
+    sink_t out = {0};
+    PyObject *res = NULL;
+    size_t total = 0;
+    int rc = 0;
+    if (!ptrs || !lens) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (PyLong_Check(item)) {
+            unsigned long id = PyLong_AsUnsignedLong(item);
+            if (PyErr_Occurred()) goto done;
+            if (id > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "id too large"); goto done; }
+            lens[i] = id;
+            continue;
+        }
+        if (!(ptrs[i] = text_utf8(item, &lens[i]))) goto done;
+        if ((total += lens[i]) > MAX_TEXT) {
+            PyErr_SetString(PyExc_ValueError, "text too long for the native engine");
+            goto done;
+        }
+    }
+    memo_t memo = {0};
+    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}};
+    int memo_off = 0;
+    PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t i = 0; i < m && rc == 0; i++)
+        rc = ptrs[i] ? encode_words(self, &w, (const uint8_t *)ptrs[i], lens[i], &out, &memo,
+                                    &memo_off, &c)
+                     : sink_put(&out, (uint32_t)lens[i]);
+    pc_release(c.t, &c.tally);
+    if (state) PyEval_RestoreThread(state);
+    free(memo.slots);
+    free(c.scratch.ids);
+    res = rc ? raise_for(rc) : ids_to_list(&out);
+done:
+    free(out.ids);
+    free(lens);
+    free(ptrs);
+    Py_DECREF(seq);
+    return res;
+}
+
 /* the ids of one piece given as bytes (merge only, no pre-tokenization) */
 static PyObject *Engine_merge_bytes(EngineObject *self, PyObject *data) {
     if (!PyBytes_Check(data)) {
@@ -331,6 +423,7 @@ GUARDED(Engine_count_batch)
 GUARDED(Engine_encode_pieces)
 GUARDED(Engine_count_pieces)
 GUARDED(Engine_merge_bytes)
+GUARDED(Engine_encode_words)
 GUARDED(Engine_all_whole)
 GUARDED(Engine_rescanned)
 
@@ -359,6 +452,8 @@ static PyMethodDef Engine_methods[] = {
     {"count_batch", (PyCFunction)Engine_count_batch_checked, METH_O, "count of each text"},
     {"encode_pieces", (PyCFunction)Engine_encode_pieces_checked, METH_O, "ids of pre-split pieces"},
     {"count_pieces", (PyCFunction)Engine_count_pieces_checked, METH_O, "count of pre-split pieces"},
+    {"encode_words", (PyCFunction)Engine_encode_words_checked, METH_VARARGS,
+     "ids of stretches (str, cut before a mark except in the contexts) and added ids (int)"},
     {"merge_bytes", (PyCFunction)Engine_merge_bytes_checked, METH_O, "ids of one piece of bytes"},
     {"all_whole", (PyCFunction)Engine_all_whole_checked, METH_O,
      "every token (list by id) of more than two bytes merges to itself alone"},

@@ -10,6 +10,7 @@
 #include "piece_cache.h"
 #include "pretok.h"
 #include "pretok_chain.h"
+#include "wordcut.h"
 
 #define MAX_TEXT 0x7FFFFFF0u
 #ifndef BACKTRACK_FROM
@@ -174,6 +175,19 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
     memo_slot *sl = memo_find(m, s, (uint32_t)n, h);
     *sl = (memo_slot){s, (uint32_t)n, h, (uint32_t)before, (uint32_t)(out->len - before)};
     m->used++;
+    return 0;
+}
+
+/* one stretch cut by the word cut `w` (wordcut.h), each piece merged through the memo and the
+   piece cache as encode_text merges a scanner's pieces */
+static int encode_words(const EngineObject *e, const wordcut_t *w, const uint8_t *s, size_t n,
+                        sink_t *out, memo_t *memo, int *memo_off, pc_ctx *c) {
+    for (size_t p = 0; p < n;) {
+        size_t q = wc_next(w, s, n, p);
+        int rc = merge_memo(e, s + p, q - p, out, memo, memo_off, c);
+        if (rc) return rc;
+        p = q;
+    }
     return 0;
 }
 
