@@ -134,6 +134,36 @@ def scanner_check(engines: list[NativeEngine], texts: st.SearchStrategy[str]) ->
     return check  # type: ignore[no-any-return]
 
 
+def words_check(engines: list[NativeEngine], texts: st.SearchStrategy[str]) -> Callable[[], None]:
+    """The word cut (`encode_words`): stretches cut before the mark except in the contexts,
+    as a plain bytes search cuts them, each piece merged alone; ids put as they are."""
+    marks = st.sampled_from(["\u2581", " ", "a", "中", "😀", "\x00"])
+    side = st.one_of(st.binary(max_size=6), st.sampled_from([b"\xe2\x96", b"\xe2\x96\x81", b">"]))
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(items=st.lists(st.one_of(texts, st.integers(0, 2**24)), max_size=6),
+           engine=st.sampled_from(engines), mark=marks,
+           ctx=st.lists(st.tuples(side, side), max_size=8))  # fmt: skip
+    def check(items: list[str | int], engine: NativeEngine, mark: str,
+              ctx: list[tuple[bytes, bytes]]) -> None:  # fmt: skip
+        m, want = mark.encode(), []
+        for item in items:
+            if isinstance(item, int):
+                want.append(item)
+                continue
+            data, p, q = item.encode(), 0, item.encode().find(m, 1)
+            while q != -1:
+                if not any(data[:q].endswith(b) and data[q:].startswith(a) for b, a in ctx):
+                    want += engine.merge_bytes(data[p:q])
+                    p = q
+                q = data.find(m, q + 1)
+            want += engine.merge_bytes(data[p:])
+        assert engine.encode_words(m, ctx, items) == want
+
+    return check  # type: ignore[no-any-return]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
@@ -200,7 +230,8 @@ def main() -> None:
         merged = engine._engine.merge_bytes(raw)
         assert b"".join(tokens[i] or b"" for i in merged) == raw, name
 
-    checks = [check, scanner_check([engine for _, engine, _ in engines], texts), build_check(),
+    natives = [engine for _, engine, _ in engines]
+    checks = [check, scanner_check(natives, texts), words_check(natives, texts), build_check(),
               random_vocab_check()]  # fmt: skip
 
     deadline, rounds = time.monotonic() + args.seconds, 0
