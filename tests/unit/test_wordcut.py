@@ -1,7 +1,8 @@
 """The word cut of SentencePiece-style text (service/bpe/wordcut.py, csrc/wordcut.h) and the
 no-op steps left out at load (service/store/pipelinebuild.py), against Hugging Face `tokenizers`
 on a small file whose merges cross '▁' (so a cut before every '▁' would change ids), with both
-engines; the fast path is checked to be the one in use."""
+engines; the fast path is checked to be the one in use. And the native pairs rule's first pass
+over characters rebuilt from bytes, against the Python reference."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from tokenizers import Tokenizer, models, normalizers
 from tokenizers import pre_tokenizers as pre
 
 from service.bpe import native
+from service.bpe.bytefallback import synthetic_merges
+from service.bpe.native import NativeEngine
+from service.bpe.vocab import Vocabulary
 from service.bpe.wordcut import MAX_CONTEXTS, contexts
 from tests.unit.test_hf_pipeline import TEXTS, assert_same, sentencepiece_bpe, served
 
@@ -128,3 +132,30 @@ def test_generated_text_gives_the_reference_ids(text: str) -> None:
     want = _built["tok"].encode(text, add_special_tokens=False).ids
     for engine, ours in _built["ours"].items():
         assert ours.encode(text, allowed_special="all") == want, (engine, text)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the character pass is the native engine's")
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.one_of(
+            st.sampled_from(["é", "中", "▁", "😀", "è", "a", "b"]).map(str.encode),
+            st.binary(min_size=1, max_size=3),  # stray continuation bytes, cut characters
+        ),
+        max_size=40,
+    ).map(b"".join)
+)
+def test_characters_rebuilt_first_give_the_reference_merge(data: bytes) -> None:
+    """The native pairs rule spends the synthetic character merges (ranked first) in one pass
+    per character (merge.h pt_chars): on short and long pieces (64 bytes and more), valid UTF-8
+    or not, the Python reference's merge gives the same ids. A lead+continuation merge ranked
+    after the others ('è', 370, behind 'a' + its lead byte) is not part of that pass."""
+    chars = {300: "é".encode(), 301: "中".encode(), 302: M.encode(), 303: "😀".encode()}
+    merges, _ = synthetic_merges(chars, range(256), range(256), 1000)
+    merges += [(302, ord("a"), 400), (300, 301, 350), (ord("a"), 303, 360), (ord("a"), 0xC3, 390),
+               (0xC3, 0xA8, 370), (400, 350, 380), (ord("b"), ord("b"), 310)]  # fmt: skip
+    vocab = Vocabulary.build("pairs", merges)
+    assert vocab.free_ids
+    engine = NativeEngine(vocab, None)
+    for piece in (data, data * 3):
+        assert engine.merge_bytes(piece) == vocab.merge_piece(piece)

@@ -132,6 +132,27 @@ done:
     return rc;
 }
 
+/* How many merges, from the first, join a lead byte (or what such a merge made) and a continuation
+   byte into an id not seen before: SentencePiece-style characters rebuilt from their bytes
+   (service/bpe/bytefallback.py), which pt_chars spends at once. Ranks are positions (free ids). */
+static uint32_t char_ranks_of(const pair_table *t, const uint32_t *v, size_t count) {
+    uint32_t top = 0;
+    for (int b = 0; b < 256; b++) top = t->byte_ids[b] > top ? t->byte_ids[b] : top;
+    for (size_t i = 0; i < 3 * count; i++) top = v[i] > top ? v[i] : top;
+    if (top >= (1u << 26)) return 0;
+    uint8_t *kind = calloc((size_t)top + 1, 1); /* 1 lead byte, 2 continuation, 3 made, 4 byte */
+    if (!kind) return 0;
+    for (int b = 0; b < 256; b++) kind[t->byte_ids[b]] = b >= 0xC0 ? 1 : b >= 0x80 ? 2 : 4;
+    size_t k = 0;
+    for (; k < count && k < NO_RANK; k++) {
+        uint32_t a = v[3 * k], b = v[3 * k + 1], c = v[3 * k + 2];
+        if (!(kind[a] == 1 || kind[a] == 3) || kind[b] != 2 || kind[c] != 0) break;
+        kind[c] = 3;
+    }
+    free(kind);
+    return (uint32_t)k;
+}
+
 /* `backtracking` 0: the merge table alone (a check of the vocabulary, not an engine to serve) */
 static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, PyObject *triples,
                       int free_ids, int backtracking) {
@@ -176,6 +197,7 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
         if (free_ids) t->new_of[i] = v[3 * i + 2];
         pt_insert(t, v[3 * i], v[3 * i + 1], free_ids ? (uint32_t)i : v[3 * i + 2]);
     }
+    if (free_ids) t->char_ranks = char_ranks_of(t, v, count);
     self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals) +
                    (free_ids ? count * sizeof *t->new_of : 0);
     if (free_ids || !backtracking) { /* backtracking needs ids = ranks */

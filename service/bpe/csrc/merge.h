@@ -146,6 +146,8 @@ typedef struct {
     uint32_t byte_ids[256];
     uint32_t *new_of; /* NULL: vals are new ids (ascending in rank); else vals are ranks and
                          new_of[rank] is the id the merge makes (format v2's free ids) */
+    uint32_t char_ranks; /* the ranks below join a lead byte (or what such a merge made) and a
+                            continuation byte: characters rebuilt from bytes (pt_chars) */
 } pair_table;
 
 static inline uint32_t pt_new(const pair_table *t, uint32_t rank) {
@@ -340,12 +342,29 @@ done:
     return rc;
 }
 
+/* The symbols of a piece once the ranks below char_ranks are spent, as the pairs rule spends them
+   first: they are lower than every other, and never compete (a continuation byte is never a
+   left), so each run of a lead byte and continuation bytes merges left to right, alone. */
+static size_t pt_chars(const pair_table *t, const uint8_t *s, size_t n, uint32_t *sym) {
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cur = t->byte_ids[s[i++]];
+        if (t->char_ranks && s[i - 1] >= 0xC0)
+            for (; i < n && (s[i] & 0xC0) == 0x80; i++) {
+                uint32_t r = pt_lookup(t, cur, t->byte_ids[s[i]]);
+                if (r >= t->char_ranks) break; /* NO_RANK too */
+                cur = pt_new(t, r);
+            }
+        sym[m++] = cur;
+    }
+    return m;
+}
+
 /* pairs rule, short piece */
 static int merge_pairs_short(const pair_table *t, const uint8_t *s, size_t n, sink_t *out) {
     uint32_t ids[LONG_PIECE], ranks[LONG_PIECE];
-    size_t m = n;
-    for (size_t i = 0; i < n; i++) ids[i] = t->byte_ids[s[i]];
-    for (size_t i = 0; i + 1 < n; i++) ranks[i] = pt_lookup(t, ids[i], ids[i + 1]);
+    size_t m = pt_chars(t, s, n, ids);
+    for (size_t i = 0; i + 1 < m; i++) ranks[i] = pt_lookup(t, ids[i], ids[i + 1]);
     while (m > 1) {
         size_t at;
         uint32_t best = lowest(ranks, m - 1, &at);
@@ -363,17 +382,17 @@ static int merge_pairs_short(const pair_table *t, const uint8_t *s, size_t n, si
     return 0;
 }
 
-/* pairs rule, long piece: symbols are ids at byte positions, linked by nxt/prv */
+/* pairs rule, long piece: symbols (pt_chars) linked by nxt/prv */
 static int merge_pairs_long(const pair_table *t, const uint8_t *s, size_t n, sink_t *out) {
     uint32_t *nxt = malloc(n * sizeof *nxt), *prv = malloc(n * sizeof *prv);
     uint32_t *sym = malloc(n * sizeof *sym);
     heap_t h = {0};
     int rc = -1;
     if (!nxt || !prv || !sym) goto done;
+    n = pt_chars(t, s, n, sym);
     for (size_t i = 0; i < n; i++) {
         nxt[i] = (uint32_t)(i + 1);
         prv[i] = (uint32_t)(i - 1);
-        sym[i] = t->byte_ids[s[i]];
     }
     for (size_t i = 0; i + 1 < n; i++) {
         uint32_t r = pt_lookup(t, sym[i], sym[i + 1]);
