@@ -78,6 +78,8 @@ class Pipeline:
     suffix: tuple[int, ...] = ()
     scanner: str | None = None  # the C scanner that cuts exactly what `pre_tokenizers` cut
     words: str | None = None  # the mark a stretch may be cut before (no pre-tokenizers left)
+    # the normalizers as (pattern, content) when all are literal replacements (Gemma: ' ' -> '▁')
+    replaces: tuple[tuple[str, str], ...] | None = None
     _expand_from: int = 0  # the lowest synthetic id (set on creation)
     _key: object = field(default=None, compare=False, repr=False)  # `added` as a cache key
 
@@ -141,6 +143,16 @@ class Pipeline:
         order (a stretch's pre-tokenizers are none: the caller checked)."""
         steps = self.normalizers
         items: list[str | int] = []
+        if self.replaces is not None and raw is not None and raw[2]:
+            # literal replacements: str.replace over the gaps, no call per step and gap
+            parts: list[str] = raw[0].split(text)
+            gaps = parts[0::2]
+            for pattern, content in self.replaces:
+                gaps = [g.replace(pattern, content) for g in gaps]
+            items = [*parts]
+            items[0::2] = gaps
+            items[1::2] = [raw[1][m].id for m in parts[1::2]]
+            return items
         if raw is not None and raw[2]:  # no token with rules: the split in C
             tokens = raw[1]
             for n, part in enumerate(raw[0].split(text)):

@@ -89,7 +89,18 @@ def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeli
         tuple(template.suffix) if template else (),
         chain_scanner(tf.pre_tokenizers) if tf.pre_tokenizers is not None else None,
         _word_mark(tf.normalizers or ()) if not pre else None,
+        _replaces(tf),
     )
+
+
+def _replaces(tf: TokenizerFile) -> tuple[tuple[str, str], ...] | None:
+    """The normalizers as (pattern, content) when every one is a literal, non-empty `Replace`
+    (str.replace is what `textsteps.replace` does for those); None otherwise."""
+    steps = tf.normalizers or ()
+    out = tuple((n.pattern, n.content) for n in steps if isinstance(n, Replace) and not n.regex)
+    if tf.normalization != "none" or len(out) != len(steps) or not all(p for p, _ in out):
+        return None
+    return out
 
 
 def _replaced(normalizers: Sequence[Normalizer]) -> str | None:
