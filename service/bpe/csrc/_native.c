@@ -369,7 +369,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     const char *rule;
     PyObject *tokens, *byte_ids, *triples;
     int scanner, free_ids = 0, backtracking = 1;
-    if (self->bt.slots || self->pt.keys || self->owner) {
+    if (self->bt.slots || self->pt.slots || self->owner) {
         PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised");
         return -1;
     }
@@ -404,7 +404,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
 }
 
 static int ready(EngineObject *self) {
-    if (self->pairs ? self->pt.keys == NULL : self->bt.slots == NULL) {
+    if (self->pairs ? self->pt.slots == NULL : self->bt.slots == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Engine is not initialised");
         return 0;
     }

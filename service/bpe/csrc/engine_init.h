@@ -183,10 +183,9 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
         goto done;
     }
     t->mask = pow2_at_least(count * 2) - 1;
-    t->keys = malloc((t->mask + 1) * sizeof *t->keys);
-    t->vals = malloc((t->mask + 1) * sizeof *t->vals);
-    if (!t->keys || !t->vals) { PyErr_NoMemory(); goto done; }
-    memset(t->keys, 0xFF, (t->mask + 1) * sizeof *t->keys);
+    t->slots = malloc((t->mask + 1) * sizeof *t->slots);
+    if (!t->slots) { PyErr_NoMemory(); goto done; }
+    memset(t->slots, 0xFF, (t->mask + 1) * sizeof *t->slots);
     const uint32_t *v = view.buf;
     if (free_ids && !(t->new_of = malloc((count + 1) * sizeof *t->new_of))) { PyErr_NoMemory(); goto done; }
     /* with free ids a pair listed twice keeps its first (lowest) rank, as the reference does:
@@ -198,7 +197,7 @@ static int init_pairs(EngineObject *self, PyObject *tokens, PyObject *byte_ids, 
         pt_insert(t, v[3 * i], v[3 * i + 1], free_ids ? (uint32_t)i : v[3 * i + 2]);
     }
     if (free_ids) t->char_ranks = char_ranks_of(t, v, count);
-    self->nbytes = (t->mask + 1) * (sizeof *t->keys + sizeof *t->vals) +
+    self->nbytes = (t->mask + 1) * sizeof *t->slots +
                    (free_ids ? count * sizeof *t->new_of : 0);
     if (free_ids || !backtracking) { /* backtracking needs ids = ranks */
         rc = keep_backtracking(self, 0);

@@ -140,8 +140,11 @@ static void bt_free(bytes_table *t) {
 
 /* ---- (left id, right id) -> new id (the pairs rule) ---- */
 typedef struct {
-    uint64_t *keys;  /* left << 32 | right, UINT64_MAX when empty */
-    uint32_t *vals;
+    uint32_t left, right, val; /* left UINT32_MAX: empty; a probe reads one slot, not two arrays */
+} pt_slot;
+
+typedef struct {
+    pt_slot *slots;
     size_t mask;
     uint32_t byte_ids[256];
     uint32_t *new_of; /* NULL: vals are new ids (ascending in rank); else vals are ranks and
@@ -161,27 +164,25 @@ static inline size_t hash_pair(uint64_t key) {
 }
 
 static inline uint32_t pt_lookup(const pair_table *t, uint32_t a, uint32_t b) {
-    uint64_t key = (uint64_t)a << 32 | b;
-    for (size_t i = hash_pair(key) & t->mask;; i = (i + 1) & t->mask) {
-        if (t->keys[i] == key) return t->vals[i];
-        if (t->keys[i] == UINT64_MAX) return NO_RANK;
+    for (size_t i = hash_pair((uint64_t)a << 32 | b) & t->mask;; i = (i + 1) & t->mask) {
+        const pt_slot *sl = &t->slots[i];
+        if (sl->left == a && sl->right == b) return sl->val;
+        if (sl->left == UINT32_MAX) return NO_RANK;
     }
 }
 
 static void pt_insert(pair_table *t, uint32_t a, uint32_t b, uint32_t v) {
-    uint64_t key = (uint64_t)a << 32 | b;
-    for (size_t i = hash_pair(key) & t->mask;; i = (i + 1) & t->mask) {
-        if (t->keys[i] == key || t->keys[i] == UINT64_MAX) {
-            t->keys[i] = key;
-            t->vals[i] = v;
+    for (size_t i = hash_pair((uint64_t)a << 32 | b) & t->mask;; i = (i + 1) & t->mask) {
+        pt_slot *sl = &t->slots[i];
+        if ((sl->left == a && sl->right == b) || sl->left == UINT32_MAX) {
+            *sl = (pt_slot){a, b, v};
             return;
         }
     }
 }
 
 static void pt_free(pair_table *t) {
-    free(t->keys);
-    free(t->vals);
+    free(t->slots);
     free(t->new_of);
     memset(t, 0, sizeof *t);
 }
