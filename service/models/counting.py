@@ -228,7 +228,7 @@ def _renderer(
     # (Mistral's move the tools and the v3 system prompt only), so each is encoded once per
     # count (`encoded`); BREAKDOWN_CHARS bounds what all prefixes render, so this too.
 
-    texts: dict[tuple[object, ...], str] = {}  # Mistral's JSON texts, made once per count
+    texts: dict[tuple[object, ...], tuple[object, str]] = {}  # Mistral's JSON texts, once a count
 
     def render_segments(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
