@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
-from service.bpe.pipeline import Pipeline, literal_trie
+from service.bpe.pipeline import Pipeline, StretchMemo, literal_trie
 from service.bpe.vocab import Vocabulary
 from service.errors import (
     DisallowedSpecialError,
@@ -104,21 +104,30 @@ class Tokenizer:
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
         add_special_tokens: bool = False,
+        memo: StretchMemo | None = None,
     ) -> list[int]:
         """`add_special_tokens`: put the model's template ids (BOS/EOS, format v2) around the
-        text, as the reference's post-processor does; never implied."""
+        text, as the reference's post-processor does; never implied. `memo`: the ids of the
+        stretches of ordinary text already encoded by calls with the same special-token
+        arguments (one memo per such set, kept by the caller for texts that share most of
+        their stretches: a conversation's prefixes); the ids are the same with or without it."""
         if self.pipeline is not None:
             pipeline = self.pipeline
             allowed = self._allowed(text, allowed_special, disallowed_special)
             engine: PieceEngine = self.engine  # type: ignore[assignment]
-            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces), text)
+            ids = _guarded(lambda t: pipeline.encode(t, allowed, engine.encode_pieces, memo), text)
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
-            if special_id is None:
+            if special_id is not None:
+                out.append(special_id)
+            elif memo is None:
                 out += self._ordinary(self._normalize(segment))
             else:
-                out.append(special_id)
+                known = memo.get((segment, False))
+                if known is None:
+                    known = memo[segment, False] = list(self._ordinary(self._normalize(segment)))
+                out += known
         return out
 
     def count(
@@ -141,9 +150,10 @@ class Tokenizer:
                 total += _guarded(self.engine.count_ordinary, self._normalize(segment))
         return total
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode with every special-token literal treated as ordinary text."""
-        return self.encode(text, disallowed_special=frozenset())
+    def encode_ordinary(self, text: str, memo: StretchMemo | None = None) -> list[int]:
+        """Encode with every special-token literal treated as ordinary text (`memo`: `encode`'s,
+        one kept for ordinary text only)."""
+        return self.encode(text, disallowed_special=frozenset(), memo=memo)
 
     def _cacheable(self, text: str) -> bool:
         return self._cache is not None and len(text) <= self._cache.max_text_chars
@@ -195,7 +205,7 @@ class Tokenizer:
     def _special_set(self, tokens: SpecialSet) -> Set[str]:
         if tokens == "all":
             return self.special_tokens.keys()
-        unknown = set(tokens) - self.special_tokens.keys()
+        unknown = {t for t in tokens if t not in self.special_tokens}  # never a copy of the keys
         if unknown:
             raise UnknownSpecialError(unknown)
         return tokens

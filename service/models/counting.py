@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.bpe.deadline import Deadline
+from service.bpe.pipeline import StretchMemo
 from service.errors import LimitExceededError, TemplateError
 from service.models import estimate_rule, harmony, jinja_chat
 from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
@@ -74,7 +75,8 @@ def count_chat(
     deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline)
+    memo: StretchMemo = {}  # the renderings share most of their text: each stretch encoded once
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline, memo=memo)
     try:
         text, ids = render(messages, tools, add_generation_prompt)
     except TemplateError as exc:
@@ -91,7 +93,7 @@ def count_chat(
     if not breakdown:  # the total only: one rendering
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
     if isinstance(chat, HarmonyChat):
-        counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
+        counts = _harmony_prefixes(chat, tok, messages, tools, deadline, memo=memo)
     else:
         counts = _template_prefixes(render, messages, tools)
     first = next(k for k, c in enumerate(counts) if c is not None)
@@ -114,10 +116,6 @@ def count_chat(
             previous = i + 1
     preamble = (counts[0] or 0) - tools_tokens if first == 0 else 0
     overhead = {"preamble": preamble, "generation_prompt": total - (counts[-1] or 0)}
-    sha = (
-        hashlib.sha256(chat.template.encode()).hexdigest() if isinstance(chat, JinjaChat) else None
-    )
-    method = "jinja-template" if isinstance(chat, JinjaChat) else "harmony"
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
@@ -153,8 +151,8 @@ def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[st
 
 
 def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None,
-                      deadline: Deadline) -> list[int | None]:  # fmt: skip
+                      tools: list[dict[str, Any]] | None, deadline: Deadline, *,
+                      memo: StretchMemo | None = None) -> list[int | None]:  # fmt: skip
     """What `_template_prefixes` gives, in one pass: a prefix's rendering is its preamble, then
     its turns, which are the conversation's first turns (`harmony.turns`); the segments are
     encoded apart (special tokens between them), so counts add up. The preamble changes only at
@@ -164,7 +162,7 @@ def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[di
 
     def count(segments: list[tuple[str, bool]]) -> int:
         deadline.check()
-        return sum(1 if special else len(tokenizer.encode_ordinary(text))
+        return sum(1 if special else len(tokenizer.encode_ordinary(text, memo))
                    for text, special in segments)  # fmt: skip
 
     turns = [count(segments) for _, segments in harmony.turns(messages)]
@@ -189,7 +187,11 @@ def _renderer(
     kwargs: dict[str, Any],
     max_chars: int,
     deadline: Deadline,
+    *,
+    memo: StretchMemo,
 ) -> Render:
+    """`memo`: the stretches encoded so far (the renderings of one count share most of their
+    text), Jinja's kept with every special token allowed, harmony's with none."""
     tokenizer = tok.tokenizer
 
     def seconds_left() -> float:
@@ -207,7 +209,7 @@ def _renderer(
             text = jinja_chat.render(
                 chat.template, variables, max_chars=max_chars, max_seconds=seconds_left()
             )
-            return text, tokenizer.encode(text, allowed_special="all")
+            return text, tokenizer.encode(text, allowed_special="all", memo=memo)
 
         return render_jinja
 
@@ -222,7 +224,7 @@ def _renderer(
             if special:
                 ids.append(tokenizer.special_tokens[segment])
             else:
-                ids += tokenizer.encode_ordinary(segment)
+                ids += tokenizer.encode_ordinary(segment, memo)
         return "".join(parts), ids
 
     return render_harmony

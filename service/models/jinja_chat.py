@@ -62,17 +62,44 @@ def _check_name(name: object) -> None:
         raise jinja2.exceptions.SecurityError(f"underscore-prefixed namespace attribute {name!r}")
 
 
+_DICT_ATTRIBUTES = frozenset(dir({}))  # what `getattr` finds on a plain dict before its keys
+
+
+class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """The immutable sandbox, with its answers for a template's commonest lookups given
+    without its general checks (which are most of a chat template's rendering time): a plain
+    dict's key that is no dict attribute (`message.role`) is the item, as the sandbox finds it
+    after `getattr` fails; an attribute of a str or a namespace is safe unless it starts with an
+    underscore, the sandbox's own verdict for those types (they are neither internal Python
+    objects nor known mutables)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if type(obj) is str or type(obj) is _Namespace:
+            return not attr.startswith("_")
+        return super().is_safe_attribute(obj, attr, value)
+
+
 @lru_cache(maxsize=32)
 def compile_template(source: str) -> jinja2.Template:
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
-    )
+    return environment(_Sandbox).from_string(source)
+
+
+def environment(
+    sandbox: type[jinja2.sandbox.ImmutableSandboxedEnvironment],
+) -> jinja2.Environment:
+    """transformers' environment on `sandbox` (tests render with jinja2's own, as reference)."""
+    env = sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = dict
     env.globals["namespace"] = _Namespace
-    return env.from_string(source)
+    return env
 
 
 def render(
