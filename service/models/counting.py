@@ -23,7 +23,7 @@ from typing import Any
 from service.bpe.deadline import Deadline
 from service.bpe.pipeline import StretchMemo
 from service.errors import LimitExceededError, TemplateError
-from service.models import estimate_rule, harmony, jinja_chat
+from service.models import chat_prefixes, estimate_rule, harmony, jinja_chat
 from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
@@ -95,7 +95,18 @@ def count_chat(
     if isinstance(chat, HarmonyChat):
         counts = _harmony_prefixes(chat, tok, messages, tools, deadline, memo=memo)
     else:
-        counts = _template_prefixes(render, messages, tools)
+        variables = {**_specials(chat), **(template_kwargs or {}), "tools": tools,
+                     "add_generation_prompt": False}  # fmt: skip
+        tracked = chat_prefixes.render_tracked(
+            chat.template, variables, messages, max_chars=max_chars,
+            max_seconds=_seconds_left(deadline))  # fmt: skip
+        derived = tracked[1] if tracked is not None else None
+
+        def encode(text: str) -> int:
+            deadline.check()
+            return len(tok.tokenizer.encode(text, allowed_special="all", memo=memo))
+
+        counts = _template_prefixes(render, messages, tools, derived, encode)
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
@@ -120,10 +131,16 @@ def count_chat(
 
 
 def _template_prefixes(render: Render, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None) -> list[int | None]:  # fmt: skip
-    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix)."""
+                       tools: list[dict[str, Any]] | None,
+                       derived: list[str | None] | None = None,
+                       count: Callable[[str], int] | None = None) -> list[int | None]:  # fmt: skip
+    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix): the
+    `derived` rendering counted where there is one (chat_prefixes), else the prefix rendered."""
     counts: list[int | None] = []
     for k in range(len(messages) + 1):
+        if derived is not None and count is not None and (text := derived[k]) is not None:
+            counts.append(count(text))
+            continue
         try:
             counts.append(len(render(messages[:k], tools, False)[1]))
         except TemplateError:
@@ -195,11 +212,10 @@ def _renderer(
     tokenizer = tok.tokenizer
 
     def seconds_left() -> float:
-        deadline.check()
-        return max(deadline.at - time.monotonic(), 0.001)
+        return _seconds_left(deadline)
 
     if isinstance(chat, JinjaChat):
-        specials = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
+        specials = _specials(chat)
 
         def render_jinja(
             msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
@@ -228,6 +244,15 @@ def _renderer(
         return "".join(parts), ids
 
     return render_harmony
+
+
+def _specials(chat: JinjaChat) -> dict[str, str]:
+    return {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
+
+
+def _seconds_left(deadline: Deadline) -> float:
+    deadline.check()
+    return max(deadline.at - time.monotonic(), 0.001)
 
 
 def _estimate(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import time
+from contextvars import ContextVar
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 import jinja2.ext
@@ -42,8 +43,21 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
+class NamespaceObserver(Protocol):
+    """What a tracked rendering (service.models.chat_prefixes) is told of its namespaces."""
+
+    def created(self, ns: object, attrs: dict[str, Any]) -> None: ...
+    def read(self, ns: object, name: str) -> None: ...
+    def wrote(self, ns: object, name: str, value: Any) -> None: ...
+    def read_all(self, ns: object) -> None: ...
+
+
+OBSERVER: ContextVar[NamespaceObserver | None] = ContextVar("namespace_observer", default=None)
+
+
 class _Namespace(jinja2.utils.Namespace):
-    """transformers' namespace: no underscore-prefixed attributes."""
+    """transformers' namespace: no underscore-prefixed attributes. Its reads and writes are told
+    to the OBSERVER of the rendering, if it has one."""
 
     def __init__(*args: Any, **kwargs: Any) -> None:
         self, rest = args[0], args[1:]
@@ -51,10 +65,26 @@ class _Namespace(jinja2.utils.Namespace):
         for name in attrs:
             _check_name(name)
         jinja2.utils.Namespace.__init__(self, attrs)
+        if (observer := OBSERVER.get()) is not None:
+            observer.created(self, attrs)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):  # its own (the sandbox refuses these names to templates)
+            return jinja2.utils.Namespace.__getattribute__(self, name)
+        if (observer := OBSERVER.get()) is not None:
+            observer.read(self, name)
+        return jinja2.utils.Namespace.__getattribute__(self, name)
 
     def __setitem__(self, name: str, value: Any) -> None:
         _check_name(name)
         jinja2.utils.Namespace.__setitem__(self, name, value)
+        if (observer := OBSERVER.get()) is not None:
+            observer.wrote(self, name, value)
+
+    def __repr__(self) -> str:
+        if (observer := OBSERVER.get()) is not None:
+            observer.read_all(self)
+        return jinja2.utils.Namespace.__repr__(self)
 
 
 def _check_name(name: object) -> None:
@@ -102,14 +132,20 @@ def environment(
     return env
 
 
+class Meter(Protocol):
+    size: int
+
+
 def render(
     source: str,
     variables: dict[str, Any],
     *,
     max_chars: int,
     max_seconds: float = 5.0,
+    meter: Meter | None = None,
 ) -> str:
-    """Render the template; its own errors become TemplateError, runaway output a limit error."""
+    """Render the template; its own errors become TemplateError, runaway output a limit error.
+    `meter.size`: the characters the template has output, kept current while it runs."""
     template = compile_template(source)
     parts: list[str] = []
     size = 0
@@ -118,6 +154,8 @@ def render(
         for chunk in template.generate(**variables):
             parts.append(chunk)
             size += len(chunk)
+            if meter is not None:
+                meter.size = size
             if size > max_chars:
                 raise LimitExceededError("rendered chat template (characters)", max_chars, size)
             if time.monotonic() > deadline:
