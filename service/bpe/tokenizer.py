@@ -70,6 +70,7 @@ class Tokenizer:
         if pipeline is not None:
             self.special_tokens |= pipeline.special_tokens
             self._cache = None
+        self._all_special = frozenset(self.special_tokens)  # "all", hashed once
         self.lead: Callable[[bytes], bytes] | None = None
         """What the start of a sequence makes of its first bytes: None for byte-level families;
         a SentencePiece family drops one leading space (the stream assembler applies it)."""
@@ -176,11 +177,10 @@ class Tokenizer:
         """The allowed special tokens, after refusing text with a disallowed one."""
         _refuse_surrogates(text)
         allowed_set = self._special_set(allowed)
-        disallowed_set = (
-            self.special_tokens.keys() - allowed_set
-            if disallowed == "all"
-            else self._special_set(disallowed)
-        )
+        if disallowed == "all":
+            disallowed_set = set() if allowed == "all" else self._all_special - allowed_set
+        else:
+            disallowed_set = self._special_set(disallowed)
         if disallowed_set and (found := _finder(frozenset(disallowed_set)).search(text)):
             raise DisallowedSpecialError(found.group(), found.start())
         return allowed_set
@@ -204,7 +204,7 @@ class Tokenizer:
 
     def _special_set(self, tokens: SpecialSet) -> Set[str]:
         if tokens == "all":
-            return self.special_tokens.keys()
+            return self._all_special
         unknown = {t for t in tokens if t not in self.special_tokens}  # never a copy of the keys
         if unknown:
             raise UnknownSpecialError(unknown)

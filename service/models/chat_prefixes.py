@@ -18,7 +18,7 @@ are not tracked, since the position of their output is not known when a loop adv
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -26,6 +26,7 @@ import jinja2
 import jinja2.nodes
 import jinja2.runtime
 
+from service.errors import TemplateError
 from service.models import jinja_chat
 
 _ALL, _SEE, _NEXT, _READ, _WROTE, _READ_ALL = range(6)  # kinds of event
@@ -170,13 +171,40 @@ def _template_advances(frame: Any) -> bool:
     return bool(frame.f_code.co_filename == "<template>" and frame.f_code.co_name == "root")
 
 
+def prefix_renderings(
+    source: str, variables: dict[str, Any], messages: list[dict[str, Any]], *, max_chars: int,
+    seconds_left: Callable[[], float],
+) -> list[str | None]:  # fmt: skip
+    """Each prefix's rendering (index k: messages[:k]) where a tracked rendering proves it, else
+    None. A prefix whose state at its end differs from the whole's (DeepSeek's "in tool
+    outputs") is proven by a tracked rendering of the longest prefix left unproven, and so on
+    while a round proves more than the prefix it renders."""
+    out: list[str | None] = [None] * (len(messages) + 1)
+    m = len(messages)
+    while m > 0:
+        tracked = render_tracked(source, variables, messages[:m], max_chars=max_chars,
+                                 max_seconds=seconds_left())  # fmt: skip
+        if tracked is None:
+            break
+        proven = 0
+        for k, text in enumerate(tracked[1]):
+            if text is not None and out[k] is None:
+                out[k] = text
+                proven += 1
+        if proven < 2:  # no better than rendering the prefix alone
+            break
+        m = max((k for k in range(m) if out[k] is None), default=0)
+    return out
+
+
 def render_tracked(
     source: str, variables: dict[str, Any], messages: list[dict[str, Any]], *, max_chars: int,
     max_seconds: float,
 ) -> tuple[str, list[str | None]] | None:  # fmt: skip
     """The whole rendering and each prefix's (index k: messages[:k]; None: not proven), or None
-    when the template is not trackable or the tracking gave up (render every prefix then).
-    The template's own errors and the limits are raised as by jinja_chat.render."""
+    when the template is not trackable, the tracking gave up, or the tracked rendering failed
+    (the template refuses the conversation, or refuses the tracked sequence: `tojson` of the
+    messages): render the prefixes alone then. The limits are raised as by jinja_chat.render."""
     if not trackable(source):
         return None
     log = _Log(len(messages))
@@ -185,7 +213,7 @@ def render_tracked(
         text = jinja_chat.render(source, {**variables, "messages": _Messages(messages, 0, log)},
                                  max_chars=max_chars, max_seconds=max_seconds,
                                  meter=log)  # fmt: skip
-    except Abandoned:
+    except (Abandoned, TemplateError):
         return None
     finally:
         jinja_chat.OBSERVER.reset(token)
@@ -206,16 +234,23 @@ def _derive(log: _Log, text: str) -> list[str | None]:
             for k in range(done + 1, j + 1):
                 first_look[k] = i
             done = max(done, j)
-    return [_prefix(events, ends, text, k, first_look[k]) for k in range(n)] + [text]
+    looks = [len(events)] * (len(events) + 1)  # event i -> the first look at messages from i
+    for i in range(len(events) - 1, -1, -1):
+        looks[i] = i if events[i][0] in (_SEE, _NEXT, _ALL) else looks[i + 1]
+    return [_prefix(events, looks, ends, text, k=k, i=first_look[k]) for k in range(n)] + [text]
 
 
-def _prefix(events: list[tuple[Any, ...]], ends: dict[int, int], text: str, k: int,
-            i: int) -> str | None:  # fmt: skip
+def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int], text: str,
+            *, k: int, i: int) -> str | None:  # fmt: skip
     """Prefix k's output: the whole's, without the iterations its loops skip; None unproven."""
     changed: dict[tuple[int, str], Any] = {}  # prefix k's values that are not the whole's
     kept: list[str] = []
     since = 0  # where the output prefix k keeps resumed
     while i < len(events):
+        if not changed:  # namespace reads and writes change nothing: on to the next look
+            i = looks[i]
+            if i == len(events):
+                break
         event = events[i]
         kind = event[0]
         if kind == _READ:

@@ -97,10 +97,9 @@ def count_chat(
     else:
         variables = {**_specials(chat), **(template_kwargs or {}), "tools": tools,
                      "add_generation_prompt": False}  # fmt: skip
-        tracked = chat_prefixes.render_tracked(
+        derived = chat_prefixes.prefix_renderings(
             chat.template, variables, messages, max_chars=max_chars,
-            max_seconds=_seconds_left(deadline))  # fmt: skip
-        derived = tracked[1] if tracked is not None else None
+            seconds_left=lambda: _seconds_left(deadline))  # fmt: skip
 
         def encode(text: str) -> int:
             deadline.check()
