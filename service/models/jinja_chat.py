@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import jinja2
 import jinja2.ext
+import jinja2.runtime
 import jinja2.sandbox
 import jinja2.utils
 
@@ -93,15 +94,16 @@ def _check_name(name: object) -> None:
 
 
 _DICT_ATTRIBUTES = frozenset(dir({}))  # what `getattr` finds on a plain dict before its keys
+_PLAIN = frozenset({str, _Namespace, jinja2.runtime.LoopContext})
 
 
 class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """The immutable sandbox, with its answers for a template's commonest lookups given
     without its general checks (which are most of a chat template's rendering time): a plain
     dict's key that is no dict attribute (`message.role`) is the item, as the sandbox finds it
-    after `getattr` fails; an attribute of a str or a namespace is safe unless it starts with an
-    underscore, the sandbox's own verdict for those types (they are neither internal Python
-    objects nor known mutables)."""
+    after `getattr` fails; an attribute of a str, a namespace or a `loop` is safe unless it
+    starts with an underscore, the sandbox's own verdict for those types (they are neither
+    internal Python objects nor known mutables)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
@@ -109,7 +111,7 @@ class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if type(obj) is str or type(obj) is _Namespace:
+        if type(obj) in _PLAIN:
             return not attr.startswith("_")
         return super().is_safe_attribute(obj, attr, value)
 
