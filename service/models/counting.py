@@ -10,6 +10,12 @@ where a template refuses a prefix, that message's tokens are counted with the ne
 (`merged_with_next`). Tools are what adding the tools adds. Everything adds up to the total:
 `preamble + tools + sum(messages) + generation_prompt == input_tokens`. `breakdown=False` renders
 once and gives the total only (what `estimate` needs).
+
+The figures are those of rendering every prefix, computed for less: a template's prefix
+renderings are derived from one tracked rendering of the whole wherever it proves them
+(chat_prefixes), the rest rendered alone; harmony counts each turn once. All the encodings of one
+count share a memo of the stretches of ordinary text already encoded, so the prefixes' text
+costs about its new stretches.
 """
 
 from __future__ import annotations
@@ -66,11 +72,11 @@ def count_chat(
     deadline: Deadline | None = None,
     breakdown: bool = True,
 ) -> ChatCount:
-    """`max_chars` bounds each rendering, BREAKDOWN_CHARS what a breakdown renders beside the
-    whole (a template renders every prefix of the conversation again, about (n + 1) / 2 times the
-    whole; harmony counts each turn once, and its preamble again at each system or developer
-    message); `deadline` bounds the time of all and stops them when asked: beyond any,
-    LimitExceededError (or WorkStoppedError)."""
+    """`max_chars` bounds each rendering, BREAKDOWN_CHARS what a breakdown renders or encodes
+    beside the whole (a template's prefixes, derived or rendered, are each encoded: about
+    (n + 1) / 2 times the whole's characters; harmony counts each turn once, and its preamble
+    again at each system or developer message); `deadline` bounds the time of all and stops them
+    when asked: beyond any, LimitExceededError (or WorkStoppedError)."""
     chat = model.profile.chat
     deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
@@ -83,7 +89,7 @@ def count_chat(
         at = _refused(render, messages, tools, exc.template_message)
         raise TemplateError(exc.template_message, at) from None
     total = len(ids)
-    prefixes = len(text) * (len(messages) + 1) // 2  # what a template renders for a breakdown
+    prefixes = len(text) * (len(messages) + 1) // 2  # what a template's breakdown encodes
     if breakdown and isinstance(chat, JinjaChat) and prefixes > BREAKDOWN_CHARS:
         raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, prefixes)
     sha = (
