@@ -183,7 +183,7 @@ def prefix_renderings(
     m = len(messages)
     while m > 0:
         tracked = render_tracked(source, variables, messages[:m], max_chars=max_chars,
-                                 max_seconds=seconds_left())  # fmt: skip
+                                 max_seconds=seconds_left(), check=seconds_left)  # fmt: skip
         if tracked is None:
             break
         proven = 0
@@ -199,12 +199,13 @@ def prefix_renderings(
 
 def render_tracked(
     source: str, variables: dict[str, Any], messages: list[dict[str, Any]], *, max_chars: int,
-    max_seconds: float,
+    max_seconds: float, check: Callable[[], object] = lambda: None,
 ) -> tuple[str, list[str | None]] | None:  # fmt: skip
     """The whole rendering and each prefix's (index k: messages[:k]; None: not proven), or None
     when the template is not trackable, the tracking gave up, or the tracked rendering failed
     (the template refuses the conversation, or refuses the tracked sequence: `tojson` of the
-    messages): render the prefixes alone then. The limits are raised as by jinja_chat.render."""
+    messages): render the prefixes alone then. The limits are raised as by jinja_chat.render;
+    `check` is called before each prefix's derivation (a deadline's)."""
     if not trackable(source):
         return None
     log = _Log(len(messages))
@@ -217,10 +218,10 @@ def render_tracked(
         return None
     finally:
         jinja_chat.OBSERVER.reset(token)
-    return text, _derive(log, text)
+    return text, _derive(log, text, check)
 
 
-def _derive(log: _Log, text: str) -> list[str | None]:
+def _derive(log: _Log, text: str, check: Callable[[], object]) -> list[str | None]:
     events, n = log.events, log.n
     ends: dict[int, int] = {}  # loop -> the event of its end (asking for message n)
     first_look = [len(events)] * n  # prefix k -> its first event that looks at message >= k
@@ -237,7 +238,11 @@ def _derive(log: _Log, text: str) -> list[str | None]:
     looks = [len(events)] * (len(events) + 1)  # event i -> the first look at messages from i
     for i in range(len(events) - 1, -1, -1):
         looks[i] = i if events[i][0] in (_SEE, _NEXT, _ALL) else looks[i + 1]
-    return [_prefix(events, looks, ends, text, k=k, i=first_look[k]) for k in range(n)] + [text]
+    out: list[str | None] = []
+    for k in range(n):
+        check()
+        out.append(_prefix(events, looks, ends, text, k=k, i=first_look[k]))
+    return [*out, text]
 
 
 def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int], text: str,

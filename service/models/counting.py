@@ -101,17 +101,9 @@ def count_chat(
     if isinstance(chat, HarmonyChat):
         counts = _harmony_prefixes(chat, tok, messages, tools, deadline, memo=memo)
     else:
-        variables = {**_specials(chat), **(template_kwargs or {}), "tools": tools,
-                     "add_generation_prompt": False}  # fmt: skip
-        derived = chat_prefixes.prefix_renderings(
-            chat.template, variables, messages, max_chars=max_chars,
-            seconds_left=lambda: _seconds_left(deadline))  # fmt: skip
-
-        def encode(text: str) -> int:
-            deadline.check()
-            return len(tok.tokenizer.encode(text, allowed_special="all", memo=memo))
-
-        counts = _template_prefixes(render, messages, tools, derived, encode)
+        counts = _jinja_prefixes(chat, tok, messages, tools, kwargs=template_kwargs or {},
+                                 max_chars=max_chars, deadline=deadline, memo=memo,
+                                 render=render)  # fmt: skip
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
@@ -133,6 +125,23 @@ def count_chat(
     preamble = (counts[0] or 0) - tools_tokens if first == 0 else 0
     overhead = {"preamble": preamble, "generation_prompt": total - (counts[-1] or 0)}
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
+
+
+def _jinja_prefixes(chat: JinjaChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
+                    tools: list[dict[str, Any]] | None, *, kwargs: dict[str, Any],
+                    max_chars: int, deadline: Deadline, memo: StretchMemo,
+                    render: Render) -> list[int | None]:  # fmt: skip
+    """`_template_prefixes` of a template, with the renderings chat_prefixes derives."""
+    variables = {**_specials(chat), **kwargs, "tools": tools, "add_generation_prompt": False}
+    derived = chat_prefixes.prefix_renderings(
+        chat.template, variables, messages, max_chars=max_chars,
+        seconds_left=lambda: _seconds_left(deadline))  # fmt: skip
+
+    def count(text: str) -> int:
+        deadline.check()
+        return len(tok.tokenizer.encode(text, allowed_special="all", memo=memo))
+
+    return _template_prefixes(render, messages, tools, derived, count)
 
 
 def _template_prefixes(render: Render, messages: list[dict[str, Any]],
