@@ -134,6 +134,19 @@ class _Messages:
         self._log.see_all()
         return item in self._items[self._start :]
 
+    def __eq__(self, other: object) -> bool:
+        self._log.see_all()
+        return self._items[self._start :] == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]  # a list's
+
+    def __repr__(self) -> str:  # `{{ messages }}`, `|string`, `|pprint`: the list's text
+        self._log.see_all()
+        return repr(self._items[self._start :])
+
 
 class _Iterator:
     __slots__ = ("_first", "_items", "_log", "_loop", "_next")
