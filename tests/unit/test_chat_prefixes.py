@@ -65,8 +65,8 @@ SYNTHETIC = {  # constructs the real templates use, one or a few at a time
         "{% set ns = namespace(last='') %}{% for m in messages %}{% set ns.last = m.role %}"
         "{{ m.content }}{% endfor %}({{ ns.last }}){{ ns }}"
     ),
-    "the messages as text": "{% for m in messages %}{{ m.role }}{% endfor %}{{ messages }}"
-    "{{ messages == [] }}",
+    "the messages as text": "{% for m in messages %}{{ m.role }}{{ messages }}{% endfor %}",
+    "the messages compared": "{% for m in messages %}{{ messages[1:] == [] }}{% endfor %}",
     "the messages as JSON": "{{ messages|tojson }}{% for m in messages %}{{ m.role }}{% endfor %}",
     "held back by a set block": (
         "{% set out %}{% for m in messages %}{{ m.content }}{% endfor %}{% endset %}{{ out }}"
