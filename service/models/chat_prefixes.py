@@ -1,187 +1,41 @@
 """A conversation's prefix renderings, derived from one tracked rendering of the whole.
 
 A breakdown needs the template's output for every prefix messages[:k] (no generation prompt).
-The whole conversation is rendered once with `messages` a sequence that records each look at it,
-and namespaces that report their reads and writes (the only state the immutable sandbox lets a
-loop change). Prefix k renders exactly as the whole does until the template looks at something
-prefix k lacks. A `for` of the template over the messages that asks for message k ends there in
-prefix k; when the whole's loop went on to its end, prefix k goes on from where that loop ended,
-without the skipped iterations' output, as long as every namespace attribute read from then on
-holds in prefix k the value it holds in the whole (or was written again first). Any other look at
-message k or beyond (`loop.last` or `loop.nextitem` peeking at it, `messages[i + 1]`, the
-length, a negative index, a filter or test running over the messages, a loop with nothing to do
-in prefix k) leaves prefix k unproven: None, and the caller renders that prefix alone (the prefix
-method). Templates that hold output back (macros, call, filter and set blocks, recursive loops)
-are not tracked, since the position of their output is not known when a loop advances.
+The whole conversation is rendered once with the messages tracked (tracked_messages: each look
+at them, and the namespaces' reads and writes, the only state the immutable sandbox lets a loop
+change). Prefix k renders exactly as the whole does until the template looks at something prefix
+k lacks. A `for` of the template over the messages that asks for message k ends there in prefix
+k; when the whole's loop went on to its end, prefix k goes on from where that loop ended, without
+the skipped iterations' output, as long as every namespace attribute read from then on holds in
+prefix k the value it holds in the whole (or was written again first). Any other look at message
+k or beyond (`loop.last` or `loop.nextitem` peeking at it, `messages[i + 1]`, the length, a
+negative index, a filter running over the messages, a loop with nothing to do in prefix k)
+leaves prefix k unproven: None, and the caller renders that prefix alone (the prefix method).
+Templates that hold output back (macros, call, filter and set blocks, recursive loops) are not
+tracked, since the position of their output is not known when a loop advances.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
-
-import jinja2
-import jinja2.nodes
-import jinja2.runtime
 
 from service.errors import TemplateError
 from service.models import jinja_chat
+from service.models.tracked_messages import (
+    ALL,
+    NEXT,
+    READ,
+    READ_ALL,
+    SEE,
+    WROTE,
+    Abandoned,
+    Record,
+    TrackedMessages,
+    trackable,
+)
 
-_ALL, _SEE, _NEXT, _READ, _WROTE, _READ_ALL = range(6)  # kinds of event
 _MISSING = object()
-_LOOP_NEXT = jinja2.runtime.LoopContext.__next__.__code__
-_HOLDS_OUTPUT = (jinja2.nodes.Macro, jinja2.nodes.CallBlock, jinja2.nodes.FilterBlock,
-                 jinja2.nodes.AssignBlock, jinja2.nodes.Block, jinja2.nodes.Extends,
-                 jinja2.nodes.Include, jinja2.nodes.Import, jinja2.nodes.FromImport)  # fmt: skip
-
-
-class Abandoned(Exception):  # noqa: N818 (not an error: the tracking gives up)
-    """No prefix can be derived any more: the tracked rendering is stopped."""
-
-
-@lru_cache(maxsize=32)
-def trackable(source: str) -> bool:
-    """Whether every output of the template is yielded as it is made (no construct that holds
-    output back), so a loop's advance can be placed in the output."""
-    tree = jinja_chat.compile_template(source).environment.parse(source)
-    if any(True for _ in tree.find_all(_HOLDS_OUTPUT)):
-        return False
-    return not any(loop.recursive for loop in tree.find_all(jinja2.nodes.For))
-
-
-class _Log:
-    """What the template looked at, in order, and where its output stood."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.size = 0  # characters output so far (jinja_chat.render keeps it current)
-        self.events: list[tuple[Any, ...]] = []
-        self.values: dict[tuple[int, str], Any] = {}  # (namespace, attribute) -> value now
-        self.namespaces: list[object] = []  # held, so that their ids stay theirs
-        self.loops = 0
-        self.open_loops = 0  # template loops over the messages begun and not ended
-
-    def see_all(self) -> None:
-        if self.open_loops == 0:  # no loop a prefix could skip can hide this look
-            raise Abandoned
-        self.events.append((_ALL,))
-
-    def see(self, j: int) -> None:
-        self.events.append((_SEE, j))
-
-    def advance(self, loop: int, j: int, first: int) -> None:
-        self.events.append((_NEXT, loop, j, first, self.size, dict(self.values)))
-
-    def created(self, ns: object, attrs: dict[str, Any]) -> None:
-        self.namespaces.append(ns)
-        for name, value in attrs.items():
-            self.wrote(ns, name, value)
-
-    def read(self, ns: object, name: str) -> None:
-        self.events.append((_READ, (id(ns), name)))
-
-    def wrote(self, ns: object, name: str, value: Any) -> None:
-        self.values[id(ns), name] = value
-        self.events.append((_WROTE, (id(ns), name)))
-
-    def read_all(self, ns: object) -> None:
-        self.events.append((_READ_ALL, id(ns)))
-
-
-class _Messages:
-    """messages[start:] as the template sees it, every look recorded."""
-
-    __slots__ = ("_items", "_log", "_start")
-
-    def __init__(self, items: list[dict[str, Any]], start: int, log: _Log) -> None:
-        self._items: list[dict[str, Any]] = items
-        self._start = start
-        self._log = log
-
-    def __len__(self) -> int:
-        self._log.see_all()
-        return max(len(self._items) - self._start, 0)
-
-    def __bool__(self) -> bool:
-        self._log.see(self._start)
-        return self._start < len(self._items)
-
-    def __getitem__(self, index: object) -> Any:
-        if isinstance(index, slice):
-            if index.stop is None and index.step is None and (index.start or 0) >= 0:
-                return _Messages(self._items, self._start + (index.start or 0), self._log)
-            self._log.see_all()
-            return self._items[self._start :][index]
-        if not isinstance(index, int):
-            raise TypeError(f"list indices must be integers or slices, not {type(index).__name__}")
-        if index < 0:
-            self._log.see_all()
-            return self._items[self._start :][index]
-        self._log.see(self._start + index)
-        return self._items[self._start + index]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        self._log.loops += 1
-        return _Iterator(self._items, self._start, self._log, self._log.loops)
-
-    def __reversed__(self) -> Iterator[dict[str, Any]]:
-        self._log.see_all()
-        return iter(self._items[self._start :][::-1])
-
-    def __contains__(self, item: object) -> bool:
-        self._log.see_all()
-        return item in self._items[self._start :]
-
-    def __eq__(self, other: object) -> bool:
-        self._log.see_all()
-        return self._items[self._start :] == other
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = None  # type: ignore[assignment]  # a list's
-
-    def __repr__(self) -> str:  # `{{ messages }}`, `|string`, `|pprint`: the list's text
-        self._log.see_all()
-        return repr(self._items[self._start :])
-
-
-class _Iterator:
-    __slots__ = ("_first", "_items", "_log", "_loop", "_next")
-
-    def __init__(self, items: list[dict[str, Any]], start: int, log: _Log, loop: int) -> None:
-        self._items, self._first, self._next, self._log, self._loop = items, start, start, log, loop
-
-    def __iter__(self) -> _Iterator:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        j = self._next
-        log = self._log
-        if _template_advances(sys._getframe(1)):
-            if j == self._first:
-                log.open_loops += 1
-            log.advance(self._loop, j, self._first)
-            if j >= len(self._items):
-                log.open_loops -= 1
-        else:  # a peek (`loop.last`), a filter, a test: it learns whether message j exists
-            log.see(j)
-        if j >= len(self._items):
-            raise StopIteration
-        self._next = j + 1
-        return self._items[j]
-
-
-def _template_advances(frame: Any) -> bool:
-    """Whether the template's own `for` asks (directly, or through its LoopContext; a loop
-    filter's generator in between), not a peek, a filter or a method."""
-    while frame.f_code.co_name == "<genexpr>" and frame.f_code.co_filename == "<template>":
-        frame = frame.f_back
-    if frame.f_code is _LOOP_NEXT:
-        frame = frame.f_back
-    return bool(frame.f_code.co_filename == "<template>" and frame.f_code.co_name == "root")
 
 
 def prefix_renderings(
@@ -221,11 +75,11 @@ def render_tracked(
     `check` is called before each prefix's derivation (a deadline's)."""
     if not trackable(source):
         return None
-    log = _Log(len(messages))
+    log = Record(len(messages))
     token = jinja_chat.OBSERVER.set(log)
     try:
-        text = jinja_chat.render(source, {**variables, "messages": _Messages(messages, 0, log)},
-                                 max_chars=max_chars, max_seconds=max_seconds,
+        tracked = {**variables, "messages": TrackedMessages(messages, 0, log)}
+        text = jinja_chat.render(source, tracked, max_chars=max_chars, max_seconds=max_seconds,
                                  meter=log)  # fmt: skip
     except (Abandoned, TemplateError):
         return None
@@ -234,23 +88,23 @@ def render_tracked(
     return text, _derive(log, text, check)
 
 
-def _derive(log: _Log, text: str, check: Callable[[], object]) -> list[str | None]:
+def _derive(log: Record, text: str, check: Callable[[], object]) -> list[str | None]:
     events, n = log.events, log.n
     ends: dict[int, int] = {}  # loop -> the event of its end (asking for message n)
     first_look = [len(events)] * n  # prefix k -> its first event that looks at message >= k
     done = -1
     for i, event in enumerate(events):
         kind = event[0]
-        if kind == _NEXT and event[2] >= n:
+        if kind == NEXT and event[2] >= n:
             ends[event[1]] = i
-        if kind in (_SEE, _NEXT, _ALL):
-            j = min(event[1] if kind == _SEE else event[2] if kind == _NEXT else n - 1, n - 1)
+        if kind in (SEE, NEXT, ALL):
+            j = min(event[1] if kind == SEE else event[2] if kind == NEXT else n - 1, n - 1)
             for k in range(done + 1, j + 1):
                 first_look[k] = i
             done = max(done, j)
     looks = [len(events)] * (len(events) + 1)  # event i -> the first look at messages from i
     for i in range(len(events) - 1, -1, -1):
-        looks[i] = i if events[i][0] in (_SEE, _NEXT, _ALL) else looks[i + 1]
+        looks[i] = i if events[i][0] in (SEE, NEXT, ALL) else looks[i + 1]
     out: list[str | None] = []
     for k in range(n):
         check()
@@ -271,20 +125,20 @@ def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int
                 break
         event = events[i]
         kind = event[0]
-        if kind == _READ:
+        if kind == READ:
             if event[1] in changed:
                 return None
-        elif kind == _WROTE:
+        elif kind == WROTE:
             changed.pop(event[1], None)
-        elif kind == _READ_ALL:
+        elif kind == READ_ALL:
             if any(key[0] == event[1] for key in changed):
                 return None
-        elif kind == _SEE:
+        elif kind == SEE:
             if event[1] >= k:
                 return None
-        elif kind == _ALL:
+        elif kind == ALL:
             return None
-        elif event[2] >= k:  # _NEXT: the loop ends here in prefix k
+        elif event[2] >= k:  # NEXT: the loop ends here in prefix k
             _, loop, _, first, at, values = event
             end = ends.get(loop)
             if first >= k or end is None:  # nothing to do in prefix k (`else`?), or a `break`

@@ -12,7 +12,7 @@ import jinja2
 import jinja2.sandbox
 import pytest
 
-from service.models import chat_prefixes, jinja_chat
+from service.models import chat_prefixes, jinja_chat, tracked_messages
 from service.models.conversation import check_messages, check_tools
 from service.store.modelfile import JinjaChat
 from service.store.registry import Registry
@@ -139,7 +139,7 @@ def test_synthetic_templates_derive_only_the_prefixes_renderings(name: str) -> N
 def test_a_template_that_holds_output_back_is_not_tracked(name: str) -> None:
     """Its loops' advances cannot be placed in the output: every prefix is rendered alone."""
     messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
-    assert not chat_prefixes.trackable(SYNTHETIC[name])
+    assert not tracked_messages.trackable(SYNTHETIC[name])
     assert chat_prefixes.render_tracked(SYNTHETIC[name], {}, messages, max_chars=1000,
                                         max_seconds=5.0) is None  # fmt: skip
 
