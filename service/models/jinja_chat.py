@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import types
 from contextvars import ContextVar
 from datetime import datetime
 from functools import lru_cache
@@ -95,6 +96,8 @@ def _check_name(name: object) -> None:
 
 _DICT_ATTRIBUTES = frozenset(dir({}))  # what `getattr` finds on a plain dict before its keys
 _PLAIN = frozenset({str, _Namespace, jinja2.runtime.LoopContext})
+_STR_FORMAT = frozenset({"format", "format_map"})  # what the sandbox wraps (wrap_str_format)
+_METHODS = (types.MethodType, types.BuiltinMethodType)
 
 
 class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
@@ -103,11 +106,24 @@ class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     dict's key that is no dict attribute (`message.role`) is the item, as the sandbox finds it
     after `getattr` fails; an attribute of a str, a namespace or a `loop` is safe unless it
     starts with an underscore, the sandbox's own verdict for those types (they are neither
-    internal Python objects nor known mutables)."""
+    internal Python objects nor known mutables), and is returned as found unless it is a method
+    the sandbox could wrap (str.format and str.format_map)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
-            return obj[attribute]
+        kind = type(obj)
+        if kind is dict:
+            if attribute not in _DICT_ATTRIBUTES and attribute in obj:
+                return obj[attribute]
+        elif kind in _PLAIN and not attribute.startswith("_"):
+            try:
+                value = getattr(obj, attribute)
+            except AttributeError:
+                return super().getattr(obj, attribute)
+            if kind is str:  # its methods, named as found: only format and format_map are wrapped
+                if attribute not in _STR_FORMAT:
+                    return value
+            elif not isinstance(value, _METHODS):  # no method: none the sandbox wraps
+                return value
         return super().getattr(obj, attribute)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
