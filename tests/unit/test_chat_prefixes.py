@@ -166,3 +166,32 @@ def test_peeking_leaves_exactly_the_peeked_prefixes_to_render() -> None:
     assert tracked is not None
     missing = [k for k, text in enumerate(tracked[1]) if text is None]
     assert missing == [0, 2, 4]  # 0: its loop has nothing to do; 2 and 4: after a peek
+
+
+PROBES = [  # lookups the sandbox's shortcuts answer, and the attacks its checks refuse
+    "{{ m.role }}{{ m.content }}{{ m.missing is defined }}{{ m.items()|list|length }}",
+    "{{ m.update }}{{ m.pop }}{{ m.get('role') }}{{ m.keys()|list }}",
+    "{{ d.items }}{{ d.update }}{{ d.keys }}{{ d.values is defined }}",  # keys named as methods
+    "{{ m.role.upper() }}{{ m.role.startswith('u') }}{{ m.role.__class__ }}{{ m.role.mro }}",
+    "{{ '{0.__class__}'.format(m.role) }}",
+    "{{ '{x.__class__}'.format_map({'x': m.role}) }}",
+    "{% set ns = namespace(a=1, f=m.role.upper) %}{{ ns.a }}{{ ns.f() }}{{ ns.b is defined }}"
+    "{{ ns._Namespace__attrs }}{{ ns.__class__ }}",
+    "{% for x in [m] %}{{ loop.index0 }}{{ loop.last }}{{ loop.__class__ }}{{ loop._after }}"
+    "{{ loop.cycle('a', 'b') }}{{ loop.nope is defined }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("source", PROBES)
+def test_the_sandbox_shortcuts_give_the_sandboxs_answers(source: str) -> None:
+    """Our sandbox and jinja2's own render the same text or refuse alike."""
+    variables = {"m": {"role": "user", "content": "hi"},
+                 "d": {"items": 1, "update": 2, "keys": 3, "values": 4}}  # fmt: skip
+
+    def rendered(env: jinja2.Environment) -> str:
+        try:
+            return env.from_string(source).render(**variables)
+        except jinja2.TemplateError as exc:
+            return f"refused: {type(exc).__name__}"
+
+    assert rendered(jinja_chat.compile_template(source).environment) == rendered(REFERENCE)
