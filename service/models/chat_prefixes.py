@@ -18,6 +18,7 @@ tracked, since the position of their output is not known when a loop advances.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from service.errors import TemplateError
@@ -38,15 +39,27 @@ from service.models.tracked_messages import (
 _MISSING = object()
 
 
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """A prefix's rendering as spans of a tracked rendering (kept apart: n prefixes' texts at
+    once would be about (n + 1) / 2 times the whole's)."""
+
+    whole: str
+    spans: tuple[tuple[int, int], ...]
+
+    def text(self) -> str:
+        return "".join(self.whole[a:b] for a, b in self.spans)
+
+
 def prefix_renderings(
     source: str, variables: dict[str, Any], messages: list[dict[str, Any]], *, max_chars: int,
     seconds_left: Callable[[], float],
-) -> list[str | None]:  # fmt: skip
+) -> list[Rendering | None]:  # fmt: skip
     """Each prefix's rendering (index k: messages[:k]) where a tracked rendering proves it, else
     None. A prefix whose state at its end differs from the whole's (DeepSeek's "in tool
     outputs") is proven by a tracked rendering of the longest prefix left unproven, and so on
     while a round proves more than the prefix it renders."""
-    out: list[str | None] = [None] * (len(messages) + 1)
+    out: list[Rendering | None] = [None] * (len(messages) + 1)
     m = len(messages)
     while m > 0:
         tracked = render_tracked(source, variables, messages[:m], max_chars=max_chars,
@@ -54,9 +67,9 @@ def prefix_renderings(
         if tracked is None:
             break
         proven = 0
-        for k, text in enumerate(tracked[1]):
-            if text is not None and out[k] is None:
-                out[k] = text
+        for k, rendering in enumerate(tracked[1]):
+            if rendering is not None and out[k] is None:
+                out[k] = rendering
                 proven += 1
         if proven < 2:  # no better than rendering the prefix alone
             break
@@ -67,7 +80,7 @@ def prefix_renderings(
 def render_tracked(
     source: str, variables: dict[str, Any], messages: list[dict[str, Any]], *, max_chars: int,
     max_seconds: float, check: Callable[[], object] = lambda: None,
-) -> tuple[str, list[str | None]] | None:  # fmt: skip
+) -> tuple[str, list[Rendering | None]] | None:  # fmt: skip
     """The whole rendering and each prefix's (index k: messages[:k]; None: not proven), or None
     when the template is not trackable, the tracking gave up, or the tracked rendering failed
     (the template refuses the conversation, or refuses the tracked sequence: `tojson` of the
@@ -88,7 +101,7 @@ def render_tracked(
     return text, _derive(log, text, check)
 
 
-def _derive(log: Record, text: str, check: Callable[[], object]) -> list[str | None]:
+def _derive(log: Record, text: str, check: Callable[[], object]) -> list[Rendering | None]:
     events, n = log.events, log.n
     ends: dict[int, int] = {}  # loop -> the event of its end (asking for message n)
     first_look = [len(events)] * n  # prefix k -> its first event that looks at message >= k
@@ -105,18 +118,18 @@ def _derive(log: Record, text: str, check: Callable[[], object]) -> list[str | N
     looks = [len(events)] * (len(events) + 1)  # event i -> the first look at messages from i
     for i in range(len(events) - 1, -1, -1):
         looks[i] = i if events[i][0] in (SEE, NEXT, ALL) else looks[i + 1]
-    out: list[str | None] = []
+    out: list[Rendering | None] = []
     for k in range(n):
         check()
         out.append(_prefix(events, looks, ends, text, k=k, i=first_look[k]))
-    return [*out, text]
+    return [*out, Rendering(text, ((0, len(text)),))]
 
 
 def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int], text: str,
-            *, k: int, i: int) -> str | None:  # fmt: skip
+            *, k: int, i: int) -> Rendering | None:  # fmt: skip
     """Prefix k's output: the whole's, without the iterations its loops skip; None unproven."""
     changed: dict[tuple[int, str], Any] = {}  # prefix k's values that are not the whole's
-    kept: list[str] = []
+    kept: list[tuple[int, int]] = []
     since = 0  # where the output prefix k keeps resumed
     while i < len(events):
         if not changed:  # namespace reads and writes change nothing: on to the next look
@@ -144,7 +157,7 @@ def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int
             if first >= k or end is None:  # nothing to do in prefix k (`else`?), or a `break`
                 return None
             _, _, _, _, resume, after = events[end]
-            kept.append(text[since:at])
+            kept.append((since, at))
             since = resume
             for key in values.keys() | after.keys():
                 mine = changed.get(key, values.get(key, _MISSING))
@@ -154,8 +167,8 @@ def _prefix(events: list[tuple[Any, ...]], looks: list[int], ends: dict[int, int
                     changed[key] = mine
             i = end
         i += 1
-    kept.append(text[since:])
-    return "".join(kept)
+    kept.append((since, len(text)))
+    return Rendering(text, tuple(kept))
 
 
 def _same(a: Any, b: Any) -> bool:

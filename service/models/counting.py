@@ -146,14 +146,14 @@ def _jinja_prefixes(chat: JinjaChat, tok: LoadedTokenizer, messages: list[dict[s
 
 def _template_prefixes(render: Render, messages: list[dict[str, Any]],
                        tools: list[dict[str, Any]] | None,
-                       derived: list[str | None] | None = None,
+                       derived: list[chat_prefixes.Rendering | None] | None = None,
                        count: Callable[[str], int] | None = None) -> list[int | None]:  # fmt: skip
     """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix): the
     `derived` rendering counted where there is one (chat_prefixes), else the prefix rendered."""
     counts: list[int | None] = []
     for k in range(len(messages) + 1):
-        if derived is not None and count is not None and (text := derived[k]) is not None:
-            counts.append(count(text))
+        if derived is not None and count is not None and (rendering := derived[k]) is not None:
+            counts.append(count(rendering.text()))
             continue
         try:
             counts.append(len(render(messages[:k], tools, False)[1]))

@@ -108,9 +108,9 @@ def check_derivations(source: str, variables: dict[str, Any], rng: random.Random
         whole, prefixes = tracked
         assert whole == reference(source, variables, messages)
         assert len(prefixes) == len(messages) + 1
-        for k, text in enumerate(prefixes):
-            if text is not None:
-                assert text == reference(source, variables, messages[:k]), (k, messages)
+        for k, rendering in enumerate(prefixes):
+            if rendering is not None:
+                assert rendering.text() == reference(source, variables, messages[:k]), k
                 derived_count += 1
     return derived_count
 
@@ -164,7 +164,7 @@ def test_peeking_leaves_exactly_the_peeked_prefixes_to_render() -> None:
     messages = [{"role": r, "content": r[0]} for r in ("user", "tool", "user", "tool", "user")]
     tracked = chat_prefixes.render_tracked(source, {}, messages, max_chars=1000, max_seconds=5.0)
     assert tracked is not None
-    missing = [k for k, text in enumerate(tracked[1]) if text is None]
+    missing = [k for k, rendering in enumerate(tracked[1]) if rendering is None]
     assert missing == [0, 2, 4]  # 0: its loop has nothing to do; 2 and 4: after a peek
 
 
