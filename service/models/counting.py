@@ -60,6 +60,7 @@ class ChatCount:
     ids: list[int] | None = field(default=None)
 
 
+@jinja_chat.shared_json()
 def count_chat(
     model: LoadedModel,
     tok: LoadedTokenizer,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import time
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from functools import lru_cache
@@ -29,6 +31,24 @@ def _raise_exception(message: str) -> None:
     raise jinja2.TemplateError(message)
 
 
+_SHARED_JSON: ContextVar[dict[tuple[Any, ...], tuple[Any, str]] | None] = ContextVar(
+    "shared_json", default=None
+)
+
+
+@contextmanager
+def shared_json() -> Iterator[None]:
+    """Within it (a context or a decorator), `tojson` of the same object with the same arguments
+    is computed once: the renderings of one count serialize the same tools and arguments again,
+    and nothing can change them in between (the immutable sandbox; the object is held, so its id
+    stays its own)."""
+    token = _SHARED_JSON.set({})
+    try:
+        yield
+    finally:
+        _SHARED_JSON.reset(token)
+
+
 def _tojson(
     x: Any,
     ensure_ascii: bool = False,
@@ -36,9 +56,20 @@ def _tojson(
     separators: tuple[str, str] | None = None,
     sort_keys: bool = False,
 ) -> str:
-    return json.dumps(
+    shared = _SHARED_JSON.get()
+    key = (id(x), ensure_ascii, indent, separators, sort_keys)
+    try:
+        hit = shared.get(key) if shared is not None else None
+    except TypeError:  # unhashable arguments (separators as a list): not shared
+        shared, hit = None, None
+    if hit is not None and hit[0] is x:
+        return hit[1]
+    text = json.dumps(
         x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
+    if shared is not None:
+        shared[key] = (x, text)
+    return text
 
 
 def _strftime_now(fmt: str) -> str:

@@ -195,3 +195,17 @@ def test_the_sandbox_shortcuts_give_the_sandboxs_answers(source: str) -> None:
             return f"refused: {type(exc).__name__}"
 
     assert rendered(jinja_chat.compile_template(source).environment) == rendered(REFERENCE)
+
+
+def test_shared_json_serializes_each_object_as_alone() -> None:
+    """Under `shared_json` (one count's renderings), fresh objects each time, in-template ones,
+    every argument form: each `tojson` as jinja2's own sandbox with transformers' filter gives."""
+    source = (
+        "{{ m|tojson }}{{ {'a': m.role, 'n': n}|tojson }}{{ m|tojson(indent=2) }}"
+        "{{ [m.role, n]|tojson(separators=[',', ':']) }}{{ m|tojson(sort_keys=true) }}"
+    )
+    with jinja_chat.shared_json():
+        for n in range(50):
+            variables = {"m": {"role": f"user {n}", "content": "你好" * n}, "n": n}
+            ours = jinja_chat.compile_template(source).render(**variables)
+            assert ours == compiled(source).render(**variables)
