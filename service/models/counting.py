@@ -13,31 +13,27 @@ once and gives the total only (what `estimate` needs).
 
 The figures are those of rendering every prefix, computed for less: a template's prefix
 renderings are derived from one tracked rendering of the whole wherever it proves them
-(chat_prefixes), the rest rendered alone; harmony counts each turn once. All the encodings of one
-count share a memo of the stretches of ordinary text already encoded, so the prefixes' text
-costs about its new stretches.
+(prefix_counts, chat_prefixes), the rest rendered alone; harmony counts each turn once. All the
+encodings of one count share a memo of the stretches of ordinary text already encoded, so the
+prefixes' text costs about its new stretches, and its renderings serialize an object once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.bpe.deadline import Deadline
 from service.bpe.pipeline import StretchMemo
 from service.errors import LimitExceededError, TemplateError
-from service.models import chat_prefixes, estimate_rule, harmony, jinja_chat
+from service.models import estimate_rule, harmony, jinja_chat, prefix_counts
+from service.models.prefix_counts import BREAKDOWN, BREAKDOWN_CHARS, Render, seconds_left
 from service.store.modelfile import HarmonyChat, JinjaChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
 
 DEFAULT_SECONDS = 10.0  # without a deadline of the caller's
-BREAKDOWN_CHARS = 4 * 1024 * 1024  # rendered for one breakdown, beside the whole conversation
-BREAKDOWN = "characters rendered for a per-message breakdown (`breakdown: false`: one rendering)"
-Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], tuple[str, list[int]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +96,9 @@ def count_chat(
     if not breakdown:  # the total only: one rendering
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
     if isinstance(chat, HarmonyChat):
-        counts = _harmony_prefixes(chat, tok, messages, tools, deadline, memo=memo)
+        counts = prefix_counts.harmony(chat, tok, messages, tools, deadline, memo=memo)
     else:
-        counts = _jinja_prefixes(chat, tok, messages, tools, kwargs=template_kwargs or {},
+        counts = prefix_counts.template(chat, tok, messages, tools, kwargs=template_kwargs or {},
                                  max_chars=max_chars, deadline=deadline, memo=memo,
                                  render=render)  # fmt: skip
     first = next(k for k, c in enumerate(counts) if c is not None)
@@ -128,43 +124,6 @@ def count_chat(
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
-def _jinja_prefixes(chat: JinjaChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
-                    tools: list[dict[str, Any]] | None, *, kwargs: dict[str, Any],
-                    max_chars: int, deadline: Deadline, memo: StretchMemo,
-                    render: Render) -> list[int | None]:  # fmt: skip
-    """`_template_prefixes` of a template, with the renderings chat_prefixes derives."""
-    variables = {**_specials(chat), **kwargs, "tools": tools, "add_generation_prompt": False}
-    derived = chat_prefixes.prefix_renderings(
-        chat.template, variables, messages, max_chars=max_chars,
-        seconds_left=lambda: _seconds_left(deadline))  # fmt: skip
-
-    def count(text: str) -> int:
-        deadline.check()
-        return len(tok.tokenizer.encode(text, allowed_special="all", memo=memo))
-
-    return _template_prefixes(render, messages, tools, derived, count)
-
-
-def _template_prefixes(render: Render, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None,
-                       derived: list[chat_prefixes.Rendering | None] | None = None,
-                       count: Callable[[str], int] | None = None) -> list[int | None]:  # fmt: skip
-    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix): the
-    `derived` rendering counted where there is one (chat_prefixes), else the prefix rendered."""
-    counts: list[int | None] = []
-    for k in range(len(messages) + 1):
-        if derived is not None and count is not None and (rendering := derived[k]) is not None:
-            counts.append(count(rendering.text()))
-            continue
-        try:
-            counts.append(len(render(messages[:k], tools, False)[1]))
-        except TemplateError:
-            if k == len(messages):
-                raise
-            counts.append(None)
-    return counts
-
-
 def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              refusal: str) -> int | None:  # fmt: skip
     """The message a template refused: the last of the shortest prefix it refuses with the same
@@ -182,37 +141,6 @@ def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[st
     return None
 
 
-def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None, deadline: Deadline, *,
-                      memo: StretchMemo | None = None) -> list[int | None]:  # fmt: skip
-    """What `_template_prefixes` gives, in one pass: a prefix's rendering is its preamble, then
-    its turns, which are the conversation's first turns (`harmony.turns`); the segments are
-    encoded apart (special tokens between them), so counts add up. The preamble changes only at
-    a system or developer message (its instructions): it is counted again there only, within
-    BREAKDOWN_CHARS for all of them."""
-    tokenizer = tok.tokenizer
-
-    def count(segments: list[tuple[str, bool]]) -> int:
-        deadline.check()
-        return sum(1 if special else len(tokenizer.encode_ordinary(text, memo))
-                   for text, special in segments)  # fmt: skip
-
-    turns = [count(segments) for _, segments in harmony.turns(messages)]
-    counts: list[int | None] = []
-    preamble, rendered, running = 0, 0, 0
-    for k in range(len(messages) + 1):
-        if k == 0 or messages[k - 1]["role"] in ("system", "developer"):
-            segments = harmony.preamble(chat, messages[:k], tools)
-            rendered += sum(len(text) for text, _ in segments)
-            if rendered > BREAKDOWN_CHARS:
-                raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, rendered)
-            preamble = count(segments)
-        counts.append(preamble + running)
-        if k < len(messages):
-            running += turns[k]
-    return counts
-
-
 def _renderer(
     chat: JinjaChat | HarmonyChat,
     tok: LoadedTokenizer,
@@ -226,11 +154,11 @@ def _renderer(
     text), Jinja's kept with every special token allowed, harmony's with none."""
     tokenizer = tok.tokenizer
 
-    def seconds_left() -> float:
-        return _seconds_left(deadline)
+    def time_left() -> float:
+        return seconds_left(deadline)
 
     if isinstance(chat, JinjaChat):
-        specials = _specials(chat)
+        specials = prefix_counts.specials(chat)
 
         def render_jinja(
             msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
@@ -238,7 +166,7 @@ def _renderer(
             variables = {**specials, **kwargs, "messages": msgs, "tools": tools,
                          "add_generation_prompt": agp}  # fmt: skip
             text = jinja_chat.render(
-                chat.template, variables, max_chars=max_chars, max_seconds=seconds_left()
+                chat.template, variables, max_chars=max_chars, max_seconds=time_left()
             )
             return text, tokenizer.encode(text, allowed_special="all", memo=memo)
 
@@ -247,7 +175,7 @@ def _renderer(
     def render_harmony(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
     ) -> tuple[str, list[int]]:
-        seconds_left()
+        time_left()
         ids: list[int] = []
         parts: list[str] = []
         for segment, special in harmony.render(chat, msgs, tools, agp):
@@ -259,15 +187,6 @@ def _renderer(
         return "".join(parts), ids
 
     return render_harmony
-
-
-def _specials(chat: JinjaChat) -> dict[str, str]:
-    return {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
-
-
-def _seconds_left(deadline: Deadline) -> float:
-    deadline.check()
-    return max(deadline.at - time.monotonic(), 0.001)
 
 
 def _estimate(

@@ -1,5 +1,6 @@
-"""The per-message breakdown of a harmony conversation is worked out in one pass (issue 23,
-high 4: it rendered every prefix again, quadratic); it must equal rendering every prefix."""
+"""The per-message breakdown costs about one rendering (harmony's in one pass, issue 23; a
+template's prefixes derived from one tracked rendering, issue 21); it must equal rendering and
+encoding every prefix alone."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from service.bpe.deadline import Deadline
 from service.bpe.pipeline import StretchMemo
 from service.errors import LimitExceededError
-from service.models import counting, harmony, jinja_chat
+from service.models import counting, harmony, jinja_chat, prefix_counts
 from service.models.conversation import check_messages, check_tools
 from service.store.modelfile import HarmonyChat, JinjaChat
 from service.store.registry import LoadedTokenizer, Registry
@@ -54,7 +55,7 @@ def test_harmony_breakdown_equals_rendering_every_prefix(registry: Registry,
                    for text, special in harmony.render(chat, msgs, tools, False))  # fmt: skip
 
     expected = [rendered(CONVERSATION[:k]) for k in range(len(CONVERSATION) + 1)]
-    got = counting._harmony_prefixes(chat, tok, CONVERSATION, tools, Deadline())
+    got = prefix_counts.harmony(chat, tok, CONVERSATION, tools, Deadline())
     assert got == expected
 
 
@@ -112,7 +113,7 @@ def test_every_template_breakdown_equals_the_prefix_method(registry: Registry) -
             variables = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or "",
                          **kwargs, "tools": tools, "add_generation_prompt": False}  # fmt: skip
             expected = reference_prefixes(template, tok, variables, messages)
-            got = counting._jinja_prefixes(chat, tok, messages, tools, kwargs=kwargs,
+            got = prefix_counts.template(chat, tok, messages, tools, kwargs=kwargs,
                                            max_chars=1 << 24, deadline=Deadline(), memo=memo,
                                            render=render)  # fmt: skip
             assert got == expected, messages
