@@ -3,8 +3,11 @@
 
 The route's work is `count_conversation`: the messages checked, the image parts taken out, the
 conversation rendered by the model's chat format and encoded by its tokenizer; with `breakdown`
-(the route's default) every prefix is rendered again for the per-message figures, without it the
-conversation is rendered once (what `estimate` does). HTTP, the body's decode and the answer's
+(the route's default) the per-message figures need every prefix's rendering: a template's come
+from one tracked rendering of the whole where it proves them (service/models/chat_prefixes.py),
+the rest are rendered again (all of Qwen3's), and each prefix is encoded with the stretches
+already encoded kept (harmony counts each turn once); without it the conversation is rendered
+once (what `estimate` does). HTTP, the body's decode and the answer's
 encode are apart (loadtests/bench_models.py --url times them). Every model of the bundled store,
 each default version once; the conversation is bench_models.py's (system, then user / assistant
 tool call / tool result / assistant turns, Chinese and emoji; for Mistral's formats the tool call

@@ -36,6 +36,7 @@ from service.bpe.textsteps import (
 
 MergePieces = Callable[[list[str]], list[int]]
 ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merged, in C
+StretchMemo = dict[tuple[str, bool], list[int]]  # (stretch, begins the text) -> its ids
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
 _SPACE_AT_START = regex.compile(r"\p{White_Space}+")
 
@@ -99,9 +100,18 @@ class Pipeline:
         return {a.content: a.id for a in self.added if a.special}
 
     def encode(
-        self, text: str, allowed: Set[str], merge: MergePieces, scan: ScanText | None = None
+        self,
+        text: str,
+        allowed: Set[str],
+        merge: MergePieces,
+        scan: ScanText | None = None,
+        memo: StretchMemo | None = None,
     ) -> list[int]:
-        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`)."""
+        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`).
+        `memo`: the ids of each stretch between raw-matched added tokens already encoded
+        (with the same `allowed`), by its text and whether it begins the text; a stretch's ids
+        depend on nothing else, so texts that share most stretches (a conversation's prefixes)
+        cost about their new stretches."""
         raw, normalized = _matchers(self._key, frozenset(allowed))
         out: list[int] = []
         for n, (start, end, token) in enumerate(_split(text, raw)):
@@ -109,18 +119,38 @@ class Pipeline:
                 checkpoint()
             if token is not None:
                 out.append(token.id)
+            elif memo is None:
+                out += self._stretch(text[start:end], start == 0, normalized, merge, scan)
+            else:
+                key = (text[start:end], start == 0)
+                ids = memo.get(key)
+                if ids is None:
+                    ids = memo[key] = self._stretch(key[0], key[1], normalized, merge, scan)
+                out += ids
+        return out
+
+    def _stretch(
+        self,
+        text: str,
+        at_start: bool,
+        normalized: _Matcher,
+        merge: MergePieces,
+        scan: ScanText | None,
+    ) -> list[int]:
+        """One stretch of text between raw-matched added tokens: normalized, its normalized
+        added tokens split out, the rest pre-tokenized and merged."""
+        out: list[int] = []
+        segment, origin = run_normalizers(self.normalizers, text, at_start)
+        for a, b, later in _split(segment, normalized):
+            if later is not None:
+                out.append(later.id)
                 continue
-            segment, origin = run_normalizers(self.normalizers, text[start:end], start == 0)
-            for a, b, later in _split(segment, normalized):
-                if later is not None:
-                    out.append(later.id)
-                    continue
-                if scan is not None:
-                    out += self._expanded(scan(segment[a:b]))
-                    continue
-                pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
-                if pieces:
-                    out += self._expanded(merge(pieces))
+            if scan is not None:
+                out += self._expanded(scan(segment[a:b]))
+                continue
+            pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
+            if pieces:
+                out += self._expanded(merge(pieces))
         return out
 
     def _expanded(self, ids: list[int]) -> list[int]:
