@@ -79,6 +79,12 @@ static int bk_index(backtrack_t *b, int qualifies) {
         if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
         if (rc) return -1;
     }
+    trie_link *dst = trie_links_new(&b->trie);
+    if (!dst) return -1;
+    for (uint32_t id = 0; id < b->ntok; id++)
+        if (b->left[id] != NO_RANK && b->len[id] != 0)
+            trie_place(&b->trie, dst, b->blob + b->off[id], b->len[id]);
+    trie_relayout(&b->trie, dst);
     trie_seal(&b->trie);
     for (uint32_t id = 0; id < b->ntok; id++)
         if (b->left[id] != NO_RANK && b->len[id] >= 2)
