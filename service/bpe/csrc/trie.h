@@ -55,7 +55,9 @@ static inline size_t trie_hash(uint32_t key) {
     return (size_t)(h ^ (h >> 29));
 }
 
+#ifndef TRIE_AHEAD
 #define TRIE_AHEAD 10 /* bytes of a walk whose links' positions are fetched before it starts */
+#endif
 
 static inline uint64_t trie_seed(uint8_t a, uint8_t b) {
     return ((uint64_t)a << 8 | b | 0x10000u) * 0x9E3779B97F4A7C15ull;
