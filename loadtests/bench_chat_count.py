@@ -1,10 +1,13 @@
 """Count latency for a 20-message conversation with 3 tools, per bundled model (the goal: under
-2 ms median for the count route's work).
+2 ms median for the count route's work, which by default counts the total only).
 
 The route's work is `count_conversation`: the messages checked, the image parts taken out, the
-conversation rendered by the model's chat format and encoded by its tokenizer; with `breakdown`
-(the route's default) every prefix is rendered again for the per-message figures, without it the
-conversation is rendered once (what `estimate` does). HTTP, the body's decode and the answer's
+conversation rendered by the model's chat format and encoded by its tokenizer, once (the
+route's default, and what `estimate` and the providers' count routes do); with `breakdown: true`
+the per-message figures need every prefix's rendering: a template's come
+from one tracked rendering of the whole where it proves them (service/models/chat_prefixes.py),
+the rest are rendered again (all of Qwen3's), and each prefix is encoded with the stretches
+already encoded kept (harmony counts each turn once). HTTP, the body's decode and the answer's
 encode are apart (loadtests/bench_models.py --url times them). Every model of the bundled store,
 each default version once; the conversation is bench_models.py's (system, then user / assistant
 tool call / tool result / assistant turns, Chinese and emoji; for Mistral's formats the tool call
@@ -13,8 +16,8 @@ ids are 9 letters or digits, as they require), the tools tests/chatgen.py's.
     python loadtests/bench_chat_count.py [--repeat 50]
 
 Prints, per model, the tokens counted and the median and p90 of wall milliseconds (and the
-median of this process's CPU milliseconds, steadier on a shared machine) with and without the
-breakdown, and whether both medians are under the goal.
+median of this process's CPU milliseconds, steadier on a shared machine) for the total (the
+default) and with the breakdown, and whether each median is under the goal.
 """
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ def main() -> None:
     assert not registry.failures, registry.failures
     print(f"{len(plain)} messages, {len(TOOLS)} tools, {len(json.dumps(plain))} bytes of "
           f"JSON; {args.repeat} runs each; ms: median / p90 wall (median CPU)")  # fmt: skip
-    print("| model | chat format | tokens | breakdown (default) | breakdown: false | "
-          f"both medians < {GOAL_MS:g} ms |")  # fmt: skip
+    print("| model | chat format | tokens | total (default) | breakdown: true | "
+          f"< {GOAL_MS:g} ms: default / breakdown |")  # fmt: skip
     print("|---|---|---|---|---|---|")
     for ref, model in sorted(registry.models.models.items()):
         name = model.profile.name
@@ -74,8 +77,8 @@ def main() -> None:
         full = timed(lambda: count_conversation(registry, name, messages, TOOLS), args.repeat)
         once = timed(lambda: count_conversation(registry, name, messages, TOOLS,
                                                 breakdown=False), args.repeat)  # fmt: skip
-        cells = [f"{m:.2f} / {p:.2f} ({c:.2f})" for m, p, c in (full, once)]
-        ok = "yes" if max(full[0], once[0]) < GOAL_MS else "no"
+        cells = [f"{m:.2f} / {p:.2f} ({c:.2f})" for m, p, c in (once, full)]
+        ok = " / ".join("yes" if t[0] < GOAL_MS else "no" for t in (once, full))
         print(f"| {name} | {kind} | {tokens} | {cells[0]} | {cells[1]} | {ok} |")
 
 

@@ -36,6 +36,7 @@ from service.bpe.textsteps import (
 
 MergePieces = Callable[[list[str]], list[int]]
 ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merged, in C
+StretchMemo = dict[tuple[str, bool], list[int]]  # (stretch, begins the text) -> its ids
 # stretches (str, cut by the word cut: service/bpe/wordcut.py) and added ids (int), in C
 EncodeWords = Callable[[list[str | int]], list[int]]
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
@@ -110,13 +111,19 @@ class Pipeline:
         allowed: Set[str],
         merge: MergePieces,
         scan: ScanText | None = None,
+        *,
+        memo: StretchMemo | None = None,
         words: EncodeWords | None = None,
     ) -> list[int]:
-        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`);
-        `words`: the engine's word cut and merge of the whole text's stretches in one call (for a
-        pipeline with `words` and no added tokens matched on normalized text)."""
+        """`scan`: the engine's cut-and-merge by `scanner` (None: the Python steps and `merge`).
+        `memo`: the ids of each stretch between raw-matched added tokens already encoded
+        (with the same `allowed`), by its text and whether it begins the text; a stretch's ids
+        depend on nothing else, so texts that share most stretches (a conversation's prefixes)
+        cost about their new stretches. `words`: the engine's word cut and merge of the whole
+        text's stretches in one call (for a pipeline with `words`, no added tokens matched on
+        normalized text and no memo)."""
         raw, normalized = _matchers(self._key, frozenset(allowed))
-        if words is not None and normalized is None:
+        if words is not None and normalized is None and memo is None:
             return self._expanded(words(self._stretches(text, raw)))
         out: list[int] = []
         for n, (start, end, token) in enumerate(_split(text, raw)):
@@ -124,18 +131,38 @@ class Pipeline:
                 checkpoint()
             if token is not None:
                 out.append(token.id)
+            elif memo is None:
+                out += self._stretch(text[start:end], start == 0, normalized, merge, scan)
+            else:
+                key = (text[start:end], start == 0)
+                ids = memo.get(key)
+                if ids is None:
+                    ids = memo[key] = self._stretch(key[0], key[1], normalized, merge, scan)
+                out += ids
+        return out
+
+    def _stretch(
+        self,
+        text: str,
+        at_start: bool,
+        normalized: _Matcher,
+        merge: MergePieces,
+        scan: ScanText | None,
+    ) -> list[int]:
+        """One stretch of text between raw-matched added tokens: normalized, its normalized
+        added tokens split out, the rest pre-tokenized and merged."""
+        out: list[int] = []
+        segment, origin = run_normalizers(self.normalizers, text, at_start)
+        for a, b, later in _split(segment, normalized):
+            if later is not None:
+                out.append(later.id)
                 continue
-            segment, origin = run_normalizers(self.normalizers, text[start:end], start == 0)
-            for a, b, later in _split(segment, normalized):
-                if later is not None:
-                    out.append(later.id)
-                    continue
-                if scan is not None:
-                    out += self._expanded(scan(segment[a:b]))
-                    continue
-                pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
-                if pieces:
-                    out += self._expanded(merge(pieces))
+            if scan is not None:
+                out += self._expanded(scan(segment[a:b]))
+                continue
+            pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
+            if pieces:
+                out += self._expanded(merge(pieces))
         return out
 
     def _stretches(self, text: str, raw: _Matcher) -> list[str | int]:

@@ -22,7 +22,7 @@ from typing import Literal, TypeVar
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
 from service.bpe.native import NativeEngine
-from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, literal_trie
+from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo, literal_trie
 from service.bpe.vocab import Vocabulary
 from service.bpe.wordcut import contexts
 from service.errors import (
@@ -84,6 +84,7 @@ class Tokenizer:
             unsafe = contexts(vocab.tokens, pipeline.words)
             if unsafe is not None:
                 self._words = partial(engine.encode_words, pipeline.words.encode(), unsafe)
+        self._all_special = frozenset(self.special_tokens)  # "all", hashed once
         self.lead: Callable[[bytes], bytes] | None = None
         """What the start of a sequence makes of its first bytes: None for byte-level families;
         a SentencePiece family drops one leading space (the stream assembler applies it)."""
@@ -118,24 +119,52 @@ class Tokenizer:
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
         add_special_tokens: bool = False,
+        memo: StretchMemo | None = None,
     ) -> list[int]:
         """`add_special_tokens`: put the model's template ids (BOS/EOS, format v2) around the
-        text, as the reference's post-processor does; never implied."""
+        text, as the reference's post-processor does; never implied. `memo`: the ids of the
+        stretches of ordinary text already encoded by calls with the same special-token
+        arguments (one memo per such set, kept by the caller for texts that share most of
+        their stretches: a conversation's prefixes); the ids are the same with or without it."""
         if self.pipeline is not None:
             pipeline = self.pipeline
             allowed = self._allowed(text, allowed_special, disallowed_special)
             engine: PieceEngine = self.engine  # type: ignore[assignment]
             scan, words = self._scan, self._words
             ids = _guarded(
-                lambda t: pipeline.encode(t, allowed, engine.encode_pieces, scan, words), text
+                lambda t: pipeline.encode(
+                    t, allowed, engine.encode_pieces, scan, memo=memo, words=words
+                ),
+                text,
             )
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
+        if memo is not None:
+            return self._encode_known(text, allowed_special, disallowed_special, memo)
         out: list[int] = []
         for segment, special_id in self._segments(text, allowed_special, disallowed_special):
-            if special_id is None:
-                out += self._ordinary(self._normalize(segment))
-            else:
+            if special_id is not None:
                 out.append(special_id)
+            else:
+                out += self._ordinary(self._normalize(segment))
+        return out
+
+    def _encode_known(
+        self, text: str, allowed: SpecialSet, disallowed: SpecialSet, memo: StretchMemo
+    ) -> list[int]:
+        """`encode` with a memo: the text cut by the same regex as `_segments` (its split, in
+        one call: odd parts are the special tokens), each stretch encoded once."""
+        allowed_set = self._allowed(text, allowed, disallowed)
+        parts = _splitter(frozenset(allowed_set)).split(text) if allowed_set else [text]
+        special = self.special_tokens
+        out: list[int] = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                out.append(special[part])
+            elif part:
+                known = memo.get((part, False))
+                if known is None:
+                    known = memo[part, False] = list(self._ordinary(self._normalize(part)))
+                out += known
         return out
 
     def count(
@@ -158,9 +187,10 @@ class Tokenizer:
                 total += _guarded(self.engine.count_ordinary, self._normalize(segment))
         return total
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode with every special-token literal treated as ordinary text."""
-        return self.encode(text, disallowed_special=frozenset())
+    def encode_ordinary(self, text: str, memo: StretchMemo | None = None) -> list[int]:
+        """Encode with every special-token literal treated as ordinary text (`memo`: `encode`'s,
+        one kept for ordinary text only)."""
+        return self.encode(text, disallowed_special=frozenset(), memo=memo)
 
     def _cacheable(self, text: str) -> bool:
         return self._cache is not None and len(text) <= self._cache.max_text_chars
@@ -183,11 +213,10 @@ class Tokenizer:
         """The allowed special tokens, after refusing text with a disallowed one."""
         _refuse_surrogates(text)
         allowed_set = self._special_set(allowed)
-        disallowed_set = (
-            self.special_tokens.keys() - allowed_set
-            if disallowed == "all"
-            else self._special_set(disallowed)
-        )
+        if disallowed == "all":
+            disallowed_set = set() if allowed == "all" else self._all_special - allowed_set
+        else:
+            disallowed_set = self._special_set(disallowed)
         if disallowed_set and (found := _finder(frozenset(disallowed_set)).search(text)):
             raise DisallowedSpecialError(found.group(), found.start())
         return allowed_set
@@ -211,8 +240,8 @@ class Tokenizer:
 
     def _special_set(self, tokens: SpecialSet) -> Set[str]:
         if tokens == "all":
-            return self.special_tokens.keys()
-        unknown = set(tokens) - self.special_tokens.keys()
+            return self._all_special
+        unknown = {t for t in tokens if t not in self.special_tokens}  # never a copy of the keys
         if unknown:
             raise UnknownSpecialError(unknown)
         return tokens
@@ -317,3 +346,9 @@ def _refuse_surrogates(text: str) -> None:
 def _finder(literals: frozenset[str]) -> re.Pattern[str]:
     """A regex that finds any of the literals, the longest first where several start together."""
     return re.compile(literal_trie(sorted(literals)))
+
+
+@lru_cache(maxsize=64)
+def _splitter(literals: frozenset[str]) -> re.Pattern[str]:
+    """`_finder`'s regex as one group, for `split`."""
+    return re.compile(f"({literal_trie(sorted(literals))})")

@@ -12,28 +12,31 @@ message), so a figure can be negative; where a template refuses a prefix, that m
 are counted with the next one (`merged_with_next`). Tools are what adding the tools adds.
 Everything adds up to the total: `preamble + tools + sum(messages) + generation_prompt ==
 input_tokens`. `breakdown=False` renders once and gives the total only (what `estimate` needs).
+
+The figures are those of rendering every prefix, computed for less: a template's prefix
+renderings are derived from one tracked rendering of the whole wherever it proves them
+(prefix_counts, chat_prefixes), the rest rendered alone; harmony counts each turn once. All the
+encodings of one count share a memo of the stretches of ordinary text already encoded, so the
+prefixes' text costs about its new stretches, and its renderings serialize an object once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.bpe.deadline import Deadline
+from service.bpe.pipeline import StretchMemo
 from service.errors import ChatFormatError, LimitExceededError, TemplateError
-from service.models import estimate_rule, harmony, jinja_chat, mistral
+from service.models import estimate_rule, harmony, jinja_chat, mistral, prefix_counts
+from service.models.prefix_counts import BREAKDOWN, BREAKDOWN_CHARS, Render, seconds_left
 from service.store.modelfile import HarmonyChat, JinjaChat, MistralChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
 
 DEFAULT_SECONDS = 10.0  # without a deadline of the caller's
-BREAKDOWN_CHARS = 4 * 1024 * 1024  # rendered for one breakdown, beside the whole conversation
-BREAKDOWN = "characters rendered for a per-message breakdown (`breakdown: false`: one rendering)"
 _METHODS = {JinjaChat: "jinja-template", HarmonyChat: "harmony", MistralChat: "mistral"}
-Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, bool], tuple[str, list[int]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class ChatCount:
     ids: list[int] | None = field(default=None)
 
 
+@jinja_chat.shared_json()
 def count_chat(
     model: LoadedModel,
     tok: LoadedTokenizer,
@@ -68,17 +72,17 @@ def count_chat(
     deadline: Deadline | None = None,
     breakdown: bool = True,
 ) -> ChatCount:
-    """`max_chars` bounds each rendering, BREAKDOWN_CHARS what a breakdown renders beside the
-    whole (a template renders every prefix of the conversation again, about (n + 1) / 2 times the
-    whole; harmony counts each turn once, and its preamble again at each system or developer
-    message); `deadline` bounds the time of all and stops them when asked: beyond any,
-    LimitExceededError (or WorkStoppedError)."""
+    """`max_chars` bounds each rendering, BREAKDOWN_CHARS what a breakdown renders or encodes
+    beside the whole (a template's prefixes, derived or rendered, are each encoded: about
+    (n + 1) / 2 times the whole's characters; harmony counts each turn once, and its preamble
+    again at each system or developer message); `deadline` bounds the time of all and stops them
+    when asked: beyond any, LimitExceededError (or WorkStoppedError)."""
     chat = model.profile.chat
     deadline = deadline or Deadline(DEFAULT_SECONDS)
     if isinstance(chat, OpenAIEstimateChat):
         return _estimate(chat, tok, messages, tools, add_generation_prompt, deadline=deadline)
-    encoded: dict[str, list[int]] = {}  # the segments' texts, encoded once per count
-    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline, encoded=encoded)
+    memo: StretchMemo = {}  # the renderings share most of their text: each stretch encoded once
+    render = _renderer(chat, tok, template_kwargs or {}, max_chars, deadline, memo=memo)
     try:
         text, ids = render(messages, tools, add_generation_prompt)
     except ChatFormatError:  # the format's own checks name the message
@@ -87,7 +91,7 @@ def count_chat(
         at = _refused(render, messages, tools, exc.template_message)
         raise TemplateError(exc.template_message, at) from None
     total = len(ids)
-    prefixes = len(text) * (len(messages) + 1) // 2  # what a template renders for a breakdown
+    prefixes = len(text) * (len(messages) + 1) // 2  # what a template's breakdown encodes
     if breakdown and isinstance(chat, (JinjaChat, MistralChat)) and prefixes > BREAKDOWN_CHARS:
         raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, prefixes)
     sha = (
@@ -98,13 +102,15 @@ def count_chat(
         return ChatCount(total, [], 0, {"unattributed": total}, True, method, sha, text, ids)
     prefix_render = render
     if isinstance(chat, HarmonyChat):
-        counts = _harmony_prefixes(chat, tok, messages, tools, deadline)
+        counts = prefix_counts.harmony(chat, tok, messages, tools, deadline, memo=memo)
     elif isinstance(chat, MistralChat):  # a prefix's last assistant message closed by its </s>
-        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, encoded=encoded,
-                                  partial=True)  # fmt: skip
-        counts = [*_template_prefixes(prefix_render, messages[:-1], tools, strict=False), total]
+        prefix_render = _renderer(chat, tok, {}, max_chars, deadline, memo=memo, partial=True)
+        counts = [*prefix_counts.rendered(prefix_render, messages[:-1], tools, strict=False),
+                  total]  # fmt: skip
     else:
-        counts = _template_prefixes(render, messages, tools)
+        counts = prefix_counts.template(chat, tok, messages, tools, kwargs=template_kwargs or {},
+                                 max_chars=max_chars, deadline=deadline, memo=memo,
+                                 render=render)  # fmt: skip
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
@@ -129,22 +135,6 @@ def count_chat(
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
-def _template_prefixes(render: Render, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]] | None,
-                       strict: bool = True) -> list[int | None]:  # fmt: skip
-    """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix; the
-    whole too unless `strict`)."""
-    counts: list[int | None] = []
-    for k in range(len(messages) + 1):
-        try:
-            counts.append(len(render(messages[:k], tools, False)[1]))
-        except TemplateError:
-            if strict and k == len(messages):
-                raise
-            counts.append(None)
-    return counts
-
-
 def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              refusal: str) -> int | None:  # fmt: skip
     """The message a template refused: the last of the shortest prefix it refuses with the same
@@ -162,37 +152,6 @@ def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[st
     return None
 
 
-def _harmony_prefixes(chat: HarmonyChat, tok: LoadedTokenizer, messages: list[dict[str, Any]],
-                      tools: list[dict[str, Any]] | None,
-                      deadline: Deadline) -> list[int | None]:  # fmt: skip
-    """What `_template_prefixes` gives, in one pass: a prefix's rendering is its preamble, then
-    its turns, which are the conversation's first turns (`harmony.turns`); the segments are
-    encoded apart (special tokens between them), so counts add up. The preamble changes only at
-    a system or developer message (its instructions): it is counted again there only, within
-    BREAKDOWN_CHARS for all of them."""
-    tokenizer = tok.tokenizer
-
-    def count(segments: list[tuple[str, bool]]) -> int:
-        deadline.check()
-        return sum(1 if special else len(tokenizer.encode_ordinary(text))
-                   for text, special in segments)  # fmt: skip
-
-    turns = [count(segments) for _, segments in harmony.turns(messages)]
-    counts: list[int | None] = []
-    preamble, rendered, running = 0, 0, 0
-    for k in range(len(messages) + 1):
-        if k == 0 or messages[k - 1]["role"] in ("system", "developer"):
-            segments = harmony.preamble(chat, messages[:k], tools)
-            rendered += sum(len(text) for text, _ in segments)
-            if rendered > BREAKDOWN_CHARS:
-                raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, rendered)
-            preamble = count(segments)
-        counts.append(preamble + running)
-        if k < len(messages):
-            running += turns[k]
-    return counts
-
-
 def _renderer(
     chat: JinjaChat | HarmonyChat | MistralChat,
     tok: LoadedTokenizer,
@@ -200,17 +159,19 @@ def _renderer(
     max_chars: int,
     deadline: Deadline,
     *,
-    encoded: dict[str, list[int]],
+    memo: StretchMemo,
     partial: bool = False,
 ) -> Render:
+    """`memo`: the stretches encoded so far (the renderings of one count share most of their
+    text), Jinja's kept with every special token allowed, harmony's and Mistral's with none.
+    `partial`: Mistral's prefixes (a last assistant message closed)."""
     tokenizer = tok.tokenizer
 
-    def seconds_left() -> float:
-        deadline.check()
-        return max(deadline.at - time.monotonic(), 0.001)
+    def time_left() -> float:
+        return seconds_left(deadline)
 
     if isinstance(chat, JinjaChat):
-        specials = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or ""}
+        specials = prefix_counts.specials(chat)
 
         def render_jinja(
             msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
@@ -218,22 +179,18 @@ def _renderer(
             variables = {**specials, **kwargs, "messages": msgs, "tools": tools,
                          "add_generation_prompt": agp}  # fmt: skip
             text = jinja_chat.render(
-                chat.template, variables, max_chars=max_chars, max_seconds=seconds_left()
+                chat.template, variables, max_chars=max_chars, max_seconds=time_left()
             )
-            return text, tokenizer.encode(text, allowed_special="all")
+            return text, tokenizer.encode(text, allowed_special="all", memo=memo)
 
         return render_jinja
 
-    # A breakdown renders every prefix of the conversation: its texts are the same texts again
-    # (Mistral's move the tools and the v3 system prompt only), so each is encoded once per
-    # count (`encoded`); BREAKDOWN_CHARS bounds what all prefixes render, so this too.
-
-    texts: dict[tuple[object, ...], str] = {}  # Mistral's JSON texts, made once per count
+    texts: dict[tuple[object, ...], tuple[object, str]] = {}  # Mistral's JSON texts, once a count
 
     def render_segments(
         msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
     ) -> tuple[str, list[int]]:
-        seconds_left()
+        time_left()
         ids: list[int] = []
         parts: list[str] = []
         if isinstance(chat, MistralChat):
@@ -244,10 +201,8 @@ def _renderer(
             parts.append(segment)
             if special:
                 ids.append(tokenizer.special_tokens[segment])
-            elif (known := encoded.get(segment)) is not None:
-                ids += known
             else:
-                ids += encoded.setdefault(segment, tokenizer.encode_ordinary(segment))
+                ids += tokenizer.encode_ordinary(segment, memo)
         return "".join(parts), ids
 
     return render_segments

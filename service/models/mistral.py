@@ -6,10 +6,10 @@ message; a single message that is not a user or system message; a last message t
 assistant's, unless it is continued (`add_generation_prompt: false`, mistral-common's
 `continue_final_message`); a role after one it may not follow (tool after system or user, system
 after assistant or tool); an assistant message while earlier tool calls wait for results, or more
-results than calls; tool call ids that are not 9 letters or digits (vLLM, serving these models,
-cuts OpenAI's ids to their last 9 characters first); function names beyond `[a-zA-Z0-9_-]{1,64}`;
-in v3, an assistant message with both text and tool calls, or with neither (v7 takes both, and
-refuses neither); reasoning content (v3 and v7 have no thinking).
+results than calls; tool call ids that are not 9 letters or digits once cut to their last 9
+characters (as vLLM, serving these models, cuts OpenAI's `call_...` ids first); function names
+beyond `[a-zA-Z0-9_-]{1,64}`; in v3, an assistant message with both text and tool calls, or with
+neither (v7 takes both, and refuses neither); reasoning content (v3 and v7 have no thinking).
 
 Then normalized: `developer` is `system`; a content of text parts is one text (`join_parts`: by
 a blank line, empty parts left out); consecutive messages of one role are one message (texts
@@ -77,19 +77,38 @@ def render(
     add_generation_prompt: bool,
     *,
     partial: bool = False,
-    texts: dict[tuple[object, ...], str] | None = None,
+    texts: dict[tuple[object, ...], tuple[object, str]] | None = None,
 ) -> Segments:
     """`partial`: the messages are a prefix of a conversation (for a per-message breakdown): a
     last assistant message is closed by its </s>, as more messages follow. `texts`: the JSON
     texts made, by the identity of what they were made of, kept by a caller that renders the
     same messages again while they live (every prefix of a conversation, for a breakdown)."""
     name = f"Mistral's {fmt.instruct_version} format"
-    msgs = [{**m, "role": "system"} if m["role"] == "developer" else m for m in messages]
+    msgs = [_cut_ids({**m, "role": "system"} if m["role"] == "developer" else m)
+            for m in messages]  # fmt: skip
     last_assistant = bool(msgs) and msgs[-1]["role"] == "assistant"
     continued = not add_generation_prompt and last_assistant and not partial
     _check(fmt, name, msgs, tools or [], continued or partial)
     turns, system_prompt = _normalize(fmt, msgs, continued)
     return _encode(fmt, name, turns, system_prompt, tools, texts={} if texts is None else texts)
+
+
+def _cut_ids(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with its tool call ids cut to their last 9 characters, as vLLM does before it
+    hands an OpenAI request to mistral-common (`truncate_tool_call_ids`): OpenAI's `call_...` ids
+    are what Mistral's servers bill as their last 9."""
+    calls = message.get("tool_calls")
+    if calls and any(len(c.get("id") or "") > 9 for c in calls):
+        message = {
+            **message,
+            "tool_calls": [
+                {**c, "id": c["id"][-9:]} if len(c.get("id") or "") > 9 else c for c in calls
+            ],
+        }
+    call_id = message.get("tool_call_id")
+    if isinstance(call_id, str) and len(call_id) > 9:
+        message = {**message, "tool_call_id": call_id[-9:]}
+    return message
 
 
 def _check(fmt: MistralChat, name: str, msgs: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -187,11 +206,13 @@ def _json_or_text(fmt: MistralChat, index: int, content: str) -> Any:
 
 def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str | None,
             tools: list[dict[str, Any]] | None, *,
-            texts: dict[tuple[object, ...], str]) -> Segments:  # fmt: skip
-    def once(key: tuple[object, ...], make: Callable[..., str], *args: Any) -> str:
-        if (text := texts.get(key)) is None:
-            text = texts[key] = make(*args)
-        return text
+            texts: dict[tuple[object, ...], tuple[object, str]]) -> Segments:  # fmt: skip
+    def once(anchor: object, key: tuple[object, ...], make: Callable[..., str], *args: Any) -> str:
+        # the entry keeps `anchor` (what the ids in `key` are of) alive: no other object takes
+        # its id while the memo lives
+        if (entry := texts.get(key)) is None:
+            entry = texts[key] = (anchor, make(*args))
+        return entry[1]
 
     v3 = fmt.instruct_version == "v3"
     users = [k for k, t in enumerate(turns) if t.role == "user"]
@@ -200,7 +221,7 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
     for k, t in enumerate(turns):
         if t.role == "user":
             if k == last_user and tools:
-                tools_json = once(("tools", id(tools)), _tools_json, tools)
+                tools_json = once(tools, ("tools", id(tools)), _tools_json, tools)
                 out += [("[AVAILABLE_TOOLS]", True), (tools_json, False),
                         ("[/AVAILABLE_TOOLS]", True)]  # fmt: skip
             text = t.content
@@ -211,7 +232,7 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
             out += [("[SYSTEM_PROMPT]", True), (t.content, False), ("[/SYSTEM_PROMPT]", True)]
         elif t.role == "tool":
             if v3:
-                result = once(("result", id(t.source)), _result_json, fmt, t)
+                result = once(t.source, ("result", id(t.source)), _result_json, fmt, t)
                 out += [("[TOOL_RESULTS]", True), (result, False), ("[/TOOL_RESULTS]", True)]
             else:
                 out += [("[TOOL_RESULTS]", True), (t.call_id, False), ("[TOOL_CONTENT]", True),
@@ -227,7 +248,7 @@ def _encode(fmt: MistralChat, name: str, turns: list[_Turn], system_prompt: str 
             if t.content:
                 out.append((t.content.rstrip(" "), False))
             if t.calls:
-                calls = once(("calls", *map(id, t.calls)), _calls_json, t.calls)
+                calls = once(t.calls, ("calls", *map(id, t.calls)), _calls_json, t.calls)
                 out += [("[TOOL_CALLS]", True), (calls, False)]
             if not t.prefix:
                 out.append(("</s>", True))

@@ -42,7 +42,7 @@ def shown_count(
 ) -> dict[str, Any]:
     """Wait until the panel shows the API's total and per-message tokens (and the tools' tokens,
     when `tools` are given); return the count."""
-    body: dict[str, Any] = {"messages": messages, "return_text": True}
+    body: dict[str, Any] = {"messages": messages, "return_text": True, "breakdown": True}
     if tools is not None:
         body["tools"] = tools
     count: dict[str, Any] = pg.api(f"/v1/models/{model}/count", body)
@@ -259,7 +259,12 @@ def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) 
 
     count = shown_count(pg, "gpt-4o@1", WITH_TOOLS, tools)
     assert count["tools_tokens"] > 0
-    assert counts[-1] == {"messages": WITH_TOOLS, "tools": tools, "return_text": False}
+    assert counts[-1] == {
+        "messages": WITH_TOOLS,
+        "tools": tools,
+        "return_text": False,
+        "breakdown": True,
+    }
     expect(page.locator("#ch-method")).to_contain_text(f"{count['tools_tokens']:,} for tools")
     est = pg.api("/v1/models/gpt-4o@1/estimate", {"messages": WITH_TOOLS, "tools": tools})
     assert est["input_tokens"] == count["input_tokens"]

@@ -49,9 +49,15 @@ def test_list_and_describe_models(server: Server) -> None:
 @pytest.mark.parametrize("name", ["qwen2.5", "qwen3", "gpt-oss", "gpt-4o"])
 def test_count_adds_up_and_matches_its_ids(server: Server, name: str) -> None:
     body = {"messages": CHAT, "tools": TOOLS, "return_ids": True, "return_text": True}
-    r = httpx.post(f"{server.base}/v1/models/{name}/count", json=body)
+    total = httpx.post(f"{server.base}/v1/models/{name}/count", json=body).json()
+    r = httpx.post(f"{server.base}/v1/models/{name}/count", json={**body, "breakdown": True})
     assert r.status_code == 200, r.text
     doc = r.json()
+    assert doc["input_tokens"] == total["input_tokens"] and total.get("ids") == doc.get("ids")
+    if doc["exact"]:  # the default: the total only
+        assert total["messages"] == [] and total["overhead"] == {
+            "unattributed": total["input_tokens"]
+        }
     parts = doc["tools_tokens"] + sum(m["tokens"] for m in doc["messages"])
     assert parts + sum(doc["overhead"].values()) == doc["input_tokens"]
     assert [m["role"] for m in doc["messages"]] == [m["role"] for m in CHAT]

@@ -127,3 +127,80 @@ def test_backtracking_on_random_pairs_vocabularies(data: st.DataObject, alphabet
     assert fast.backtracking
     for text in data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=8)):
         assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), alphabet=alphabets)
+def test_pieces_of_one_call_share_its_memo_of_pairs(data: st.DataObject, alphabet: str) -> None:
+    """A call keeps whether each pair of tokens is valid (backtrack.h) across its pieces: many
+    long pieces over a small alphabet in one call, so pairs recur in other contexts, give the
+    reference's ids piece by piece, under either rule."""
+    words = st.text(alphabet, min_size=2, max_size=7)
+    order = data.draw(st.lists(words, min_size=1, max_size=40, unique=True))
+    tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
+    tokens += [w.encode() for w in order]
+    ranks = Vocabulary("ranks", range(256), tokens, array("I"))
+    ids = list(alphabet.encode())
+    merges: list[tuple[int, int, int]] = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
+        if all(m[:2] != (left, right) for m in merges):
+            merges.append((left, right, 256 + len(merges)))
+            ids.append(merges[-1][2])
+    pieces_ = data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=30))
+    for vocab in (ranks, Vocabulary.build("pairs", merges)):
+        fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+        expected = [i for p in pieces_ for i in slow.encode_ordinary(p)]
+        assert fast.encode_pieces(pieces_) == expected
+
+
+# Han characters: common ones (two-character tokens, pairs that recur) and rare ones (split into
+# byte tokens); runs of them are the long pieces of Chinese text
+han = st.one_of(st.sampled_from("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年"),
+                st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF))  # fmt: skip
+between = st.sampled_from(["", "\uff0c", "。", " ", "\n"])
+han_runs = st.lists(st.tuples(st.text(han, min_size=1, max_size=400), between), max_size=12).map(
+    lambda runs: "".join(a + b for a, b in runs)
+)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@SLOW_FIXTURES
+@given(text=han_runs)
+def test_long_han_runs_give_tiktokens_ids(
+    registry: Registry, piece_cache: int, name: str, text: str
+) -> None:
+    engine = registry.resolve(name).tokenizer.engine
+    expected = tiktoken_oracle(registry, name).encode_ordinary(text)
+    assert engine.encode_ordinary(text) == expected
+    assert engine.count_ordinary(text) == len(expected)
+
+
+# byte lengths around the backtracking threshold (16) and its stack buffer (1024 bytes)
+LIMITS = [15, 16, 17, 18, 1022, 1023, 1024, 1025, 1026, 3000]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("char", ["中", "a", "7", "é", "😀"])
+def test_pieces_at_the_length_limits_give_tiktokens_ids(
+    registry: Registry, name: str, char: str
+) -> None:
+    """One character repeated to every byte length around the limits (topped up with "a", one
+    piece with a letter), and a text of all of them in one call, so its memo of pairs sees each
+    again."""
+    engine, oracle = registry.resolve(name).tokenizer.engine, tiktoken_oracle(registry, name)
+    size = len(char.encode())
+    texts = [char * (n // size) + "a" * (n % size) for n in LIMITS]
+    for text in [*texts, " ".join(texts)]:
+        assert engine.encode_ordinary(text) == oracle.encode_ordinary(text)
+
+
+def test_more_pairs_than_the_memo_holds_give_tiktokens_ids(registry: Registry) -> None:
+    """Runs over every Han character, so one call meets far more distinct pairs than the memo's
+    slots (each slot is overwritten many times)."""
+    chars = [chr(c) for c in range(0x4E00, 0xA000)]
+    text = "。".join("".join(chars[i : i + 97]) for i in range(0, len(chars), 97))
+    text += "\uff0c" + "".join(reversed(chars))
+    for name in ("cl100k_base", "o200k_base"):
+        engine = registry.resolve(name).tokenizer.engine
+        assert engine.encode_ordinary(text) == tiktoken_oracle(registry, name).encode_ordinary(text)

@@ -1,17 +1,27 @@
-"""The per-message breakdown of a harmony conversation is worked out in one pass (issue 23,
-high 4: it rendered every prefix again, quadratic); it must equal rendering every prefix."""
+"""The per-message breakdown costs about one rendering (harmony's in one pass, issue 23; a
+template's prefixes derived from one tracked rendering, issue 21); it must equal rendering and
+encoding every prefix alone."""
 
 from __future__ import annotations
 
+import os
+import random
 from typing import Any
 
+import jinja2
+import jinja2.sandbox
 import pytest
 
 from service.bpe.deadline import Deadline
+from service.bpe.pipeline import StretchMemo
 from service.errors import LimitExceededError
-from service.models import counting, harmony
-from service.store.modelfile import HarmonyChat
-from service.store.registry import Registry
+from service.models import counting, harmony, jinja_chat, prefix_counts
+from service.models.conversation import check_messages, check_tools
+from service.store.modelfile import HarmonyChat, JinjaChat
+from service.store.registry import LoadedTokenizer, Registry
+from tests.chatgen import LITERALS, WORDS, conversation
+
+N_CONVERSATIONS = int(os.environ.get("TOKSVC_ORACLE_CONVERSATIONS", "150")) // 3
 
 CALL = {
     "id": "c1",
@@ -45,7 +55,7 @@ def test_harmony_breakdown_equals_rendering_every_prefix(registry: Registry,
                    for text, special in harmony.render(chat, msgs, tools, False))  # fmt: skip
 
     expected = [rendered(CONVERSATION[:k]) for k in range(len(CONVERSATION) + 1)]
-    got = counting._harmony_prefixes(chat, tok, CONVERSATION, tools, Deadline())
+    got = prefix_counts.harmony(chat, tok, CONVERSATION, tools, Deadline())
     assert got == expected
 
 
@@ -84,3 +94,69 @@ def test_a_mistral_breakdown_gives_each_message_its_own_tokens(
     ]
     assert counted.tools_tokens == 0 and counted.overhead == {"preamble": 0, "generation_prompt": 0}
     assert sum(want) == counted.input_tokens
+
+
+def reference_prefixes(template: jinja2.Template, tok: LoadedTokenizer, variables: dict[str, Any],
+                       messages: list[dict[str, Any]]) -> list[int | None]:  # fmt: skip
+    """The prefix method from scratch: each prefix rendered in jinja2's own sandbox and encoded
+    alone (None: the template refuses that prefix)."""
+    counts: list[int | None] = []
+    for k in range(len(messages) + 1):
+        try:
+            text = template.render(**variables, messages=messages[:k])
+        except (jinja2.TemplateError, TypeError, ValueError, AttributeError, KeyError, IndexError):
+            counts.append(None)
+            continue
+        counts.append(len(tok.tokenizer.encode(text, allowed_special="all")))
+    return counts
+
+
+def jinja_models(registry: Registry) -> list[str]:
+    return sorted(model.profile.name for model in registry.models.models.values()
+                  if isinstance(model.profile.chat, JinjaChat))  # fmt: skip
+
+
+def test_every_template_breakdown_equals_the_prefix_method(registry: Registry) -> None:
+    """Random conversations (tools, tool calls, reasoning, CJK, emoji, special literals), every
+    bundled Jinja model: the breakdown's prefix counts (derived renderings where chat_prefixes
+    proves them, the rest rendered; one memo) are the reference's."""
+    names = jinja_models(registry)
+    assert {"qwen2.5", "qwen3", "deepseek-v3"} <= set(names)
+    for name in names:
+        model = registry.resolve_model(name)
+        tok = registry.resolve(model.tokenizer_ref)
+        chat = model.profile.chat
+        assert isinstance(chat, JinjaChat)
+        reference = jinja_chat.environment(jinja2.sandbox.ImmutableSandboxedEnvironment)
+        template = reference.from_string(chat.template)
+        rng = random.Random(f"breakdown-{name}")
+        for _ in range(N_CONVERSATIONS):
+            messages, tools = conversation(rng)
+            messages = check_messages(messages)
+            tools = check_tools(tools)
+            kwargs = {"enable_thinking": rng.random() < 0.5}
+            memo: StretchMemo = {}
+            render = counting._renderer(chat, tok, kwargs, 1 << 24, Deadline(), memo=memo)
+            variables = {"bos_token": chat.bos_token or "", "eos_token": chat.eos_token or "",
+                         **kwargs, "tools": tools, "add_generation_prompt": False}  # fmt: skip
+            expected = reference_prefixes(template, tok, variables, messages)
+            got = prefix_counts.template(chat, tok, messages, tools, kwargs=kwargs,
+                                           max_chars=1 << 24, deadline=Deadline(), memo=memo,
+                                           render=render)  # fmt: skip
+            assert got == expected, messages
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "deepseek-v3", "gpt-oss"])
+def test_a_memo_encodes_as_no_memo(registry: Registry, name: str) -> None:
+    """Texts that share most of their stretches, encoded with one memo: each as alone."""
+    tok = registry.resolve(registry.resolve_model(name).tokenizer_ref).tokenizer
+    rng = random.Random(f"memo-{name}")
+    memo: StretchMemo = {}
+    ordinary: StretchMemo = {}  # one memo per special-token policy
+    for _ in range(200):
+        pieces = [rng.choice([*WORDS, *LITERALS]) for _ in range(rng.randint(0, 12))]
+        text = "".join(pieces) if rng.random() < 0.5 else " ".join(pieces)
+        assert tok.encode(text, allowed_special="all", memo=memo) == tok.encode(
+            text, allowed_special="all"
+        )
+        assert tok.encode_ordinary(text, memo=ordinary) == tok.encode_ordinary(text)

@@ -350,6 +350,31 @@ TOOLS_NO_PARAMETERS = {"type": "function", "function": {"name": "now"}}
 
 
 @pytest.mark.parametrize("model", list(MISTRAL_FILES))
+def test_mistral_openai_call_ids_count_as_vllm_cuts_them(
+    registry: Registry, mistral_common: dict[str, Any], model: str
+) -> None:
+    """OpenAI's `call_...` ids (which mistral-common refuses) count as mistral-common counts the
+    conversation with each id cut to its last 9 characters, as vLLM sends it."""
+    long_ids = ["call_8f3kQ2mZx7Lp0aBcDeFgH1jK", "call_Zz9yXw8VuT7sR6qP5oN4mL3k"]
+
+    def conversation(ids: list[str], result_ids: list[str]) -> list[dict[str, Any]]:
+        calls = [{**_call(0), "id": i} for i in ids]
+        return [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": "" if model == "mistral-nemo" else "Checking.",
+                 "tool_calls": calls},
+                *({"role": "tool", "tool_call_id": r, "content": "sunny"} for r in result_ids),
+                {"role": "user", "content": "thanks"}]  # fmt: skip
+
+    assert isinstance(mistral_ids(mistral_common[model], conversation(long_ids, long_ids), None,
+                                  True), str)  # fmt: skip
+    cut = [i[-9:] for i in long_ids]
+    theirs = mistral_ids(mistral_common[model], conversation(cut, cut), None, True)
+    assert isinstance(theirs, list), theirs
+    ours = count_conversation(registry, model, conversation(long_ids, long_ids))
+    assert ours.count.ids == theirs
+
+
+@pytest.mark.parametrize("model", list(MISTRAL_FILES))
 def test_mistral_consecutive_assistants_are_joined(
     registry: Registry, mistral_common: dict[str, Any], model: str
 ) -> None:

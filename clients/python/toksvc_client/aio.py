@@ -129,7 +129,7 @@ class AsyncClient:
         tools: Sequence[Json] | None = None,
         add_generation_prompt: bool = True,
         chat_template_kwargs: Json | None = None,
-        breakdown: bool = True,
+        breakdown: bool = False,
     ) -> ChatCount:
         """A conversation's input tokens as `model` is billed for them (OpenAI-style messages)."""
         return await self.run(calls.count_chat(

@@ -202,6 +202,15 @@ class TemplateError(InputError):
     kind = "template-error"
 
 
+class ChatFormatRefusedError(TemplateError):
+    """A model's own chat encoder (Mistral's instruct formats) refused the conversation as its
+    reference does; `index` names the message (None: the request as a whole)."""
+
+    kind, facts = "chat-format-refused", ("index", "format")
+    index: int | None
+    format: str | None
+
+
 class PriceMissingError(InputError):
     kind, facts = "price-missing", ("missing",)
     missing: str | None

@@ -62,7 +62,8 @@ def work_size(messages: list[Any], tools: list[Any] | None, kwargs: dict[str, An
               breakdown: bool) -> int:  # fmt: skip
     """The work a conversation costs, in bytes of text (for `run_work`): its whole size (every
     field of every message and tool, not the text alone) and a step per message and tool; a
-    per-message breakdown renders every prefix, about (n + 1) / 2 times the whole."""
+    per-message breakdown encodes every prefix (renders some again), about (n + 1) / 2 times
+    the whole."""
     items = len(messages) + len(tools or [])
     size = _size([messages, tools, kwargs]) + PER_ITEM * items
     return size * (len(messages) + 1) // 2 if breakdown else size

@@ -179,10 +179,12 @@ class ChatCountRequest(ChatRequestParams, frozen=True, kw_only=True):
     breakdown: Annotated[
         bool,
         doc(
-            "count each message (`false`: the total only, one rendering, no `messages`; the "
+            "also count each message (`true`: `messages`, `tools_tokens` and `overhead` per part, "
+            "from the renderings of the conversation's prefixes, up to (n + 1) / 2 times the "
+            "work of the total; `false`, the default: the total only, one rendering; the "
             "estimate rule's breakdown costs nothing and is always given)"
         ),
-    ] = True
+    ] = False
 
     def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
         check_nesting(self.messages, self.tools, self.chat_template_kwargs)

@@ -185,18 +185,20 @@ static PyObject *pieces(EngineObject *self, PyObject *list, int count_only) {
     if (!seq) return NULL;
     sink_t out = {0};
     out.count_only = count_only;
+    bk_memo *memo = NULL;
     PyObject *res = NULL;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < m; i++) {
         size_t n;
         const char *s = text_utf8(PySequence_Fast_GET_ITEM(seq, i), &n);
         if (!s) goto done;
-        int rc = merge_piece(self, (const uint8_t *)s, n, &out);
+        int rc = merge_piece(self, (const uint8_t *)s, n, &out, &memo);
         if (rc) { raise_for(rc); goto done; }
     }
     res = count_only ? PyLong_FromSize_t(out.len) : ids_to_list(&out);
 done:
     free(out.ids);
+    free(memo);
     Py_DECREF(seq);
     return res;
 }
@@ -281,7 +283,7 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
         }
     }
     memo_t memo = {0};
-    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}};
+    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL};
     int memo_off = 0;
     PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
@@ -292,6 +294,7 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
     if (state) PyEval_RestoreThread(state);
     free(memo.slots);
     free(c.scratch.ids);
+    free(c.pairs);
     res = rc ? raise_for(rc) : ids_to_list(&out);
 done:
     free(out.ids);
@@ -309,7 +312,7 @@ static PyObject *Engine_merge_bytes(EngineObject *self, PyObject *data) {
     }
     sink_t out = {0};
     int rc = merge_piece(self, (const uint8_t *)PyBytes_AS_STRING(data),
-                         (size_t)PyBytes_GET_SIZE(data), &out);
+                         (size_t)PyBytes_GET_SIZE(data), &out, NULL);
     PyObject *res = rc ? raise_for(rc) : ids_to_list(&out);
     free(out.ids);
     return res;
@@ -323,17 +326,19 @@ static PyObject *Engine_all_whole(EngineObject *self, PyObject *tokens) {
         return NULL;
     }
     sink_t out = {0};
+    bk_memo *memo = NULL;
     int whole = 1;
     for (Py_ssize_t id = 0; whole && id < PyList_GET_SIZE(tokens); id++) {
         PyObject *t = PyList_GET_ITEM(tokens, id);
         if (!PyBytes_Check(t) || PyBytes_GET_SIZE(t) <= 2) continue;
         out.len = 0;
         int rc = merge_piece(self, (const uint8_t *)PyBytes_AS_STRING(t),
-                             (size_t)PyBytes_GET_SIZE(t), &out);
-        if (rc) { free(out.ids); return raise_for(rc); }
+                             (size_t)PyBytes_GET_SIZE(t), &out, &memo);
+        if (rc) { free(out.ids); free(memo); return raise_for(rc); }
         whole = out.len == 1 && out.ids[0] == (uint32_t)id;
     }
     free(out.ids);
+    free(memo);
     return PyBool_FromLong(whole);
 }
 

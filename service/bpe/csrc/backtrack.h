@@ -79,6 +79,12 @@ static int bk_index(backtrack_t *b, int qualifies) {
         if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
         if (rc) return -1;
     }
+    trie_link *dst = trie_links_new(&b->trie);
+    if (!dst) return -1;
+    for (uint32_t id = 0; id < b->ntok; id++)
+        if (b->left[id] != NO_RANK && b->len[id] != 0)
+            trie_place(&b->trie, dst, b->blob + b->off[id], b->len[id]);
+    trie_relayout(&b->trie, dst);
     trie_seal(&b->trie);
     for (uint32_t id = 0; id < b->ntok; id++)
         if (b->left[id] != NO_RANK && b->len[id] >= 2)
@@ -201,10 +207,36 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
     }
 }
 
+/* Whether a pair is valid depends on its two tokens alone, and the pairs of one text repeat (a
+   run of Han characters is a few thousand tokens in pairs that recur): a call keeps the answers
+   in a direct-mapped table small enough to stay in the core's cache, in front of bk_valid's
+   look-ups, which miss it. A slot: l << 33 | r << 1 | valid (ids below 2^31); all ones: empty. */
+#define BK_MEMO_SLOTS 8192
+typedef struct {
+    uint64_t slot[BK_MEMO_SLOTS];
+} bk_memo;
+
+static bk_memo *bk_memo_new(void) {
+    bk_memo *m = malloc(sizeof *m);
+    if (m) memset(m->slot, 0xFF, sizeof m->slot);
+    return m;
+}
+
+static inline int bk_valid_memo(const backtrack_t *b, const bytes_table *t, const uint8_t *s,
+                                size_t at, uint32_t l, uint32_t r, bk_memo *m) {
+    if (!m || (l | r) >= 0x80000000u) return bk_valid(b, t, s, at, l, r);
+    uint64_t key = (uint64_t)l << 33 | (uint64_t)r << 1;
+    uint64_t *sl = &m->slot[(size_t)(((uint64_t)l << 32 | r) * 0x9E3779B97F4A7C15ull >> 51)];
+    if ((*sl | 1) == (key | 1)) return (int)(*sl & 1);
+    int v = bk_valid(b, t, s, at, l, r);
+    *sl = key | (uint64_t)v;
+    return v;
+}
+
 /* the ids of piece s[0:n] (`t`: the ranks rule's table; for ranks, the caller has tried the
-   whole piece) */
+   whole piece; `m`: the call's memo of pairs, or NULL) */
 static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *s, size_t n,
-                     sink_t *out) {
+                     sink_t *out, bk_memo *m) {
     uint32_t stack_toks[BK_STACK_PIECE];
     uint64_t stack_dead[BK_STACK_PIECE / 64 + 1];
     int small = n <= BK_STACK_PIECE;
@@ -222,7 +254,7 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
         for (;;) {
             size_t end = pos + b->len[tok];
             if (!(dead[end >> 6] >> (end & 63) & 1) &&
-                (last == NO_RANK || bk_valid(b, t, s, pos, last, tok))) {
+                (last == NO_RANK || bk_valid_memo(b, t, s, pos, last, tok, m))) {
                 toks[top++] = tok;
                 pos = end;
                 next = pos < n ? trie_longest(&b->trie, s + pos, n - pos) : NO_RANK;

@@ -45,9 +45,14 @@ static scan_fn scanner_fn(int scanner) {
     }
 }
 
-/* a piece that is not itself a token (ranks) or longer than one byte (pairs) */
-static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
-    if (e->bk.on && n >= BACKTRACK_FROM) return bk_encode(&e->bk, &e->bt, s, n, out);
+/* a piece that is not itself a token (ranks) or longer than one byte (pairs); `memo`: where the
+   call keeps its memo of valid pairs (backtrack.h; made on first use), or NULL for none */
+static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                       bk_memo **memo) {
+    if (e->bk.on && n >= BACKTRACK_FROM) {
+        if (memo && !*memo) *memo = bk_memo_new(); /* NULL (out of memory): none */
+        return bk_encode(&e->bk, &e->bt, s, n, out, memo ? *memo : NULL);
+    }
     if (e->pairs)
         return n < LONG_PIECE ? merge_pairs_short(&e->pt, s, n, out)
                               : merge_pairs_long(&e->pt, s, n, out);
@@ -55,11 +60,13 @@ static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t
                           : merge_ranks_long(&e->bt, s, n, out);
 }
 
-static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out) {
+static inline int merge_piece(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                              bk_memo **memo) {
     if (n == 0) return 0;
-    if (e->pairs) return n == 1 ? sink_put(out, e->pt.byte_ids[s[0]]) : merge_parts(e, s, n, out);
+    if (e->pairs)
+        return n == 1 ? sink_put(out, e->pt.byte_ids[s[0]]) : merge_parts(e, s, n, out, memo);
     uint32_t whole = bt_lookup(&e->bt, s, n);
-    return whole != NO_RANK ? sink_put(out, whole) : merge_parts(e, s, n, out);
+    return whole != NO_RANK ? sink_put(out, whole) : merge_parts(e, s, n, out, memo);
 }
 
 /* Within one text, a piece that is no token and occurs again is merged once: the memo maps its
@@ -115,17 +122,19 @@ static int replay(sink_t *out, const memo_slot *sl) {
 }
 
 /* one call's use of the process's piece cache (piece_cache.h): the table (NULL: none), its tally,
-   and a scratch sink for the ids of a piece merged while only counting */
+   a scratch sink for the ids of a piece merged while only counting; and the call's memo of valid
+   pairs for the backtracking encoder */
 typedef struct {
     pc_table *t;
     pc_tally tally;
     sink_t scratch;
+    bk_memo *pairs;
 } pc_ctx;
 
 /* merge_parts, through the piece cache when the piece fits an entry */
 static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
                         pc_ctx *c) {
-    if (!c->t || n < PC_MIN_PIECE || n > PC_KEY) return merge_parts(e, s, n, out);
+    if (!c->t || n < PC_MIN_PIECE || n > PC_KEY) return merge_parts(e, s, n, out, &c->pairs);
     uint64_t h = pc_hash(c->t, s, n, e->serial);
     uint32_t ids[PC_IDS];
     int got = pc_get(c->t, e->serial, s, n, h, ids, &c->tally);
@@ -140,13 +149,13 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
     int rc;
     if (out->count_only) {
         c->scratch.len = 0;
-        if ((rc = merge_parts(e, s, n, &c->scratch))) return rc;
+        if ((rc = merge_parts(e, s, n, &c->scratch, &c->pairs))) return rc;
         out->len += c->scratch.len;
         made = c->scratch.ids;
         nmade = c->scratch.len;
     } else {
         size_t before = out->len;
-        if ((rc = merge_parts(e, s, n, out))) return rc;
+        if ((rc = merge_parts(e, s, n, out, &c->pairs))) return rc;
         made = out->ids + before;
         nmade = out->len - before;
     }
@@ -195,9 +204,13 @@ static int encode_words(const EngineObject *e, const wordcut_t *w, const uint8_t
    one piece); `pc`: the piece cache this call may use (NULL: none); what it saw goes into *tally */
 static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, size_t n,
                        sink_t *out, pc_table *pc, pc_tally *tally) {
-    if (!scan) return merge_piece(e, s, n, out);
     memo_t memo = {0};
-    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}};
+    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}, NULL};
+    if (!scan) {
+        int rc = merge_piece(e, s, n, out, &c.pairs);
+        free(c.pairs);
+        return rc;
+    }
     int memo_off = 0, rc = 0;
     for (size_t p = 0; p < n;) {
         size_t q = scan(s, n, p);
@@ -207,6 +220,7 @@ static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, si
     }
     free(memo.slots);
     free(c.scratch.ids);
+    free(c.pairs);
     tally->hits += c.tally.hits;
     tally->misses += c.tally.misses;
     tally->inserts += c.tally.inserts;

@@ -3,7 +3,11 @@
 Depth 1 and 2 are direct tables (256 and 65536 entries); deeper links live in one open-addressing
 hash table keyed by (node, byte), 8 bytes a link: the node it leads to, with a flag for "a
 token ends there", so one step down is one look-up; the token itself is read once, for the
-deepest flagged node of a walk. */
+deepest flagged node of a walk. A link sits where a hash of the bytes of its whole prefix points
+(not of its key): a walk computes every position it may read from the text alone, before its
+first step, so the fetches from memory overlap instead of waiting on each other (a run of Han
+characters walks 4-9 links per token, each a miss of the core's cache). The table is built keyed
+by position of (node, byte), then laid out again by prefix (trie_relayout). */
 #pragma once
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@ typedef struct {
     trie_entry *depth2; /* by the first two bytes */
     trie_link *link;
     size_t link_mask, links;
+    unsigned shift; /* 64 - log2(link_mask + 1): a prefix hash's top bits are its position */
     uint32_t *node_tok; /* node -> token ending there, NO_RANK if none */
     uint32_t nodes, node_cap;
 } trie_t;
@@ -50,9 +55,23 @@ static inline size_t trie_hash(uint32_t key) {
     return (size_t)(h ^ (h >> 29));
 }
 
-static inline const trie_link *trie_step(const trie_t *t, uint32_t node, uint8_t c) {
+#ifndef TRIE_AHEAD
+#define TRIE_AHEAD 10 /* bytes of a walk whose links' positions are fetched before it starts */
+#endif
+
+static inline uint64_t trie_seed(uint8_t a, uint8_t b) {
+    return ((uint64_t)a << 8 | b | 0x10000u) * 0x9E3779B97F4A7C15ull;
+}
+
+/* the hash of a prefix one byte longer */
+static inline uint64_t trie_next(uint64_t h, uint8_t c) {
+    return (h ^ c) * 0x9E3779B97F4A7C15ull;
+}
+
+/* the link from `node` by byte c, whose prefix hashes to h; NULL if none */
+static inline const trie_link *trie_step(const trie_t *t, uint32_t node, uint8_t c, uint64_t h) {
     uint32_t key = node << 8 | c;
-    for (size_t i = trie_hash(key) & t->link_mask;; i = (i + 1) & t->link_mask) {
+    for (size_t i = (size_t)(h >> t->shift);; i = (i + 1) & t->link_mask) {
         const trie_link *l = &t->link[i];
         if (l->key == key) return l;
         if (l->key == TRIE_EMPTY) return NULL;
@@ -66,9 +85,18 @@ static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n)
     const trie_entry *d = &t->depth2[(size_t)s[0] << 8 | s[1]];
     if (d->node == NO_RANK) return best;
     if (d->tok != NO_RANK) best = d->tok;
+    uint64_t ahead[TRIE_AHEAD], h = trie_seed(s[0], s[1]);
+    size_t m = n < TRIE_AHEAD ? n : TRIE_AHEAD;
+    for (size_t i = 2; i < m; i++) {
+        ahead[i] = h = trie_next(h, s[i]);
+#if defined(__GNUC__)
+        __builtin_prefetch(&t->link[h >> t->shift]);
+#endif
+    }
     uint32_t node = d->node, deepest = NO_RANK; /* the deepest node below depth 2 a token ends at */
     for (size_t i = 2; i < n; i++) {
-        const trie_link *l = trie_step(t, node, s[i]);
+        h = i < m ? ahead[i] : trie_next(h, s[i]);
+        const trie_link *l = trie_step(t, node, s[i], h);
         if (!l) break;
         node = l->node & ~TRIE_ENDS;
         if (l->node & TRIE_ENDS) deepest = node;
@@ -118,6 +146,13 @@ static int trie_init(trie_t *t) {
     return 0;
 }
 
+/* while building: the link keyed (node, byte), placed by trie_hash of its key */
+static const trie_link *trie_built(const trie_t *t, uint32_t node, uint8_t c) {
+    uint32_t key = node << 8 | c;
+    for (size_t i = trie_hash(key) & t->link_mask;; i = (i + 1) & t->link_mask)
+        if (t->link[i].key == key || t->link[i].key == TRIE_EMPTY) return &t->link[i];
+}
+
 static int trie_child(trie_t *t, uint32_t node, uint8_t c, uint32_t *child) {
     /* filled to at most 0.7: a walk's last step (a miss) probes about four links, one line */
     if ((t->links + 1) * 10 > (t->link_mask + 1) * 7 && trie_grow(t)) return -1;
@@ -147,6 +182,35 @@ static int trie_insert(trie_t *t, const uint8_t *s, size_t n, uint32_t id) {
         if ((rc = trie_child(t, node, s[i], &node))) return rc;
     t->node_tok[node] = id;
     return 0;
+}
+
+/* After every trie_insert: a table of the same size to lay the links out by prefix into (NULL:
+   out of memory), trie_place for each token inserted, then trie_relayout. */
+static trie_link *trie_links_new(trie_t *t) {
+    trie_link *dst = malloc((t->link_mask + 1) * sizeof *dst);
+    if (dst) memset(dst, 0xFF, (t->link_mask + 1) * sizeof *dst);
+    t->shift = 64;
+    for (size_t cap = t->link_mask + 1; cap > 1; cap >>= 1) t->shift--;
+    return dst;
+}
+
+static void trie_place(const trie_t *t, trie_link *dst, const uint8_t *s, size_t n) {
+    if (n < 3) return;
+    uint32_t node = t->depth2[(size_t)s[0] << 8 | s[1]].node;
+    uint64_t h = trie_seed(s[0], s[1]);
+    for (size_t i = 2; i < n; i++) {
+        const trie_link *l = trie_built(t, node, s[i]); /* there: the token was inserted */
+        h = trie_next(h, s[i]);
+        size_t j = (size_t)(h >> t->shift);
+        while (dst[j].key != TRIE_EMPTY && dst[j].key != l->key) j = (j + 1) & t->link_mask;
+        dst[j] = *l;
+        node = l->node;
+    }
+}
+
+static void trie_relayout(trie_t *t, trie_link *dst) {
+    free(t->link);
+    t->link = dst;
 }
 
 /* the tokens of depth 1 and 2 go into their entries; deeper links get their TRIE_ENDS flag */

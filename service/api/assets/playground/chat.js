@@ -174,7 +174,7 @@ async function update() {
     return;
   }
   const out = outputFields();
-  const counting = call(path(m.ref, "count"), { ...body, return_text: m.exact }, signal);
+  const counting = call(path(m.ref, "count"), { ...body, return_text: m.exact, breakdown: true }, signal);
   const pricing = m.prices && out.ok ? call(path(m.ref, "estimate"), { ...body, ...out.fields }, signal) : null;
   const [count, cost] = await Promise.allSettled([counting, pricing]);
   if (signal.aborted) return;
