@@ -38,7 +38,7 @@ def test_probes_are_answered_while_a_small_but_expensive_conversation_is_counted
     ran on the event loop and `/healthz` waited for it). The cost is estimated from the whole
     body now, and the work runs in a thread."""
     server = start_server(1)
-    body = {"messages": [{"role": "user", "content": "x"}] * 500}
+    body = {"messages": [{"role": "user", "content": "x"}] * 500, "breakdown": True}
     url = f"{server.base}/v1/models/qwen2.5/count"
     try:
         with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=10) as small:
