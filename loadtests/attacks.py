@@ -105,7 +105,7 @@ def encode_pieces_and_offsets(t: Target) -> Outcomes:
 def model_count_of_empty_messages(t: Target) -> Outcomes:
     """High 4: `[{"role": "user"}] * 1000` (18 KB) counted by two clients in a loop for 15 s
     (gpt-oss: harmony renders a message without content; Qwen3's template refuses it)."""
-    body = {"messages": [{"role": "user"}] * n(t, 1000)}
+    body = {"messages": [{"role": "user"}] * n(t, 1000), "breakdown": True}  # the costly form
     stop = time.monotonic() + 15
 
     def loop() -> str:
