@@ -86,13 +86,15 @@ def _check_binop(operator: str, left: Any, right: Any) -> None:
             raise LimitExceededError("bits of an integer power in a chat template", MAX_POWER_BITS)
 
 
-class _TickingCodeGenerator(jinja2.compiler.CodeGenerator):
-    """Each loop iteration begins with a call of `environment.tick`; each `~` is sized."""
+TICK = "toksvc_budget_tick"  # the filter a loop iteration begins with: the cheapest plain call
 
-    def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
-        tick = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("tick"), [], [], None, None)
-        node.body = [jinja2.nodes.ExprStmt(tick), *node.body]
-        super().visit_For(node, frame)
+
+def _tick_filter(_value: object) -> None:
+    _tick()
+
+
+class _SizingCodeGenerator(jinja2.compiler.CodeGenerator):
+    """Each `~` is sized."""
 
     def visit_Concat(  # noqa: N802
         self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame
@@ -105,11 +107,20 @@ class _TickingCodeGenerator(jinja2.compiler.CodeGenerator):
 class Budgeted(jinja2.sandbox.SandboxedEnvironment):
     """A sandbox whose templates keep the budget of `within` (mixed in before the sandbox)."""
 
-    code_generator_class = _TickingCodeGenerator
+    code_generator_class = _SizingCodeGenerator
     intercepted_binops = frozenset({"+", "*", "**"})
 
-    def tick(self) -> None:
-        _tick()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.filters[TICK] = _tick_filter
+
+    def _generate(self, source: jinja2.nodes.Template, *args: Any, **kwargs: Any) -> str:
+        """Each loop iteration begins with a tick: the filter on the context (no constant the
+        compiler could fold, and a plain call, unlike a sandboxed one)."""
+        for loop in list(source.find_all(jinja2.nodes.For)):
+            tick = jinja2.nodes.Filter(jinja2.nodes.ContextReference(), TICK, [], [], None, None)
+            loop.body = [jinja2.nodes.ExprStmt(tick), *loop.body]
+        return super()._generate(source, *args, **kwargs)
 
     def sized(self, value: Any) -> Any:
         return _sized(value)
@@ -123,4 +134,4 @@ class Budgeted(jinja2.sandbox.SandboxedEnvironment):
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
     ) -> Any:
         _check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return self.binop_table[operator](left, right)
