@@ -4,9 +4,10 @@ The renderer checks its output and its clock between the chunks a template yield
 that loops or recurses without output, or builds a huge value before it outputs anything
 (`'x' * 10**9`, `2 ** 10**8`, a string doubled in a loop), never reaches such a check. A
 `Budgeted` sandbox's templates check the budget themselves: the code they compile to ticks at the
-top of every loop iteration and at every call (macros, `range`, methods), and their `+`, `*`,
-`**` and `~` refuse a string, list or tuple longer than the output limit, or an integer power
-of more bits than any chat template needs, before it is made. Outside `within`, no budget holds.
+top of every loop iteration and at every call (macros, `range`, methods); their `+` and `*`
+refuse a string, list or tuple longer than the output limit, and `**` an integer power of more
+bits than any chat template needs, before it is made; a `~` result past the limit (at most the
+sum of its parts) is refused as it is made. Outside `within`, no budget holds.
 """
 
 from __future__ import annotations
