@@ -25,6 +25,7 @@ import jinja2.sandbox
 import jinja2.utils
 
 from service.errors import LimitExceededError, TemplateError
+from service.models import template_budget
 
 
 def _raise_exception(message: str) -> None:
@@ -131,14 +132,15 @@ _STR_FORMAT = frozenset({"format", "format_map"})  # what the sandbox wraps (wra
 _METHODS = (types.MethodType, types.BuiltinMethodType)
 
 
-class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+class _Sandbox(template_budget.Budgeted, jinja2.sandbox.ImmutableSandboxedEnvironment):
     """The immutable sandbox, with its answers for a template's commonest lookups given
     without its general checks (which are most of a chat template's rendering time): a plain
     dict's key that is no dict attribute (`message.role`) is the item, as the sandbox finds it
     after `getattr` fails; an attribute of a str, a namespace or a `loop` is safe unless it
     starts with an underscore, the sandbox's own verdict for those types (they are neither
     internal Python objects nor known mutables), and is returned as found unless it is a method
-    the sandbox could wrap (str.format and str.format_map)."""
+    the sandbox could wrap (str.format and str.format_map). Its templates keep the budget of
+    their rendering (service.models.template_budget)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         kind = type(obj)
@@ -198,22 +200,21 @@ def render(
     template = compile_template(source)
     parts: list[str] = []
     size = 0
-    deadline = time.monotonic() + max_seconds
     try:
-        for chunk in template.generate(**variables):
-            parts.append(chunk)
-            size += len(chunk)
-            if meter is not None:
-                meter.size = size
-            if size > max_chars:
-                raise LimitExceededError("rendered chat template (characters)", max_chars, size)
-            if time.monotonic() > deadline:
-                raise LimitExceededError("chat template rendering time (ms)",
-                                         int(max_seconds * 1000))  # fmt: skip
+        with template_budget.within(max_chars, max_seconds) as budget:
+            for chunk in template.generate(**variables):
+                parts.append(chunk)
+                size += len(chunk)
+                if meter is not None:
+                    meter.size = size
+                if size > max_chars:
+                    raise LimitExceededError("rendered chat template (characters)", max_chars, size)
+                if time.monotonic() > budget.deadline:
+                    raise template_budget.overtime(budget)
     except jinja2.TemplateError as exc:
         raise TemplateError(exc.message or type(exc).__name__) from None
     except RecursionError:
         raise TemplateError("the template recursed too deeply") from None
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as exc:
         raise TemplateError(f"{type(exc).__name__}: {exc}") from None
     return "".join(parts)

@@ -52,6 +52,11 @@ def profile_from_config(path: Path, naming: ChatNaming, literals: Collection[str
                          "one (put the one you bill by in a config of its own)")  # fmt: skip
     if not isinstance(template, str) or not template:
         raise StoreError(str(path), "chat_template: missing (this config has no chat template)")
+    try:
+        template.encode()
+    except UnicodeEncodeError as exc:
+        raise StoreError(str(path), f"chat_template: a lone surrogate (a \\u escape) at "
+                         f"character {exc.start} is no Unicode scalar value") from None  # fmt: skip
     specials = {key: _literal(config, key, path, literals) for key in ("bos_token", "eos_token")}
     window, window_source = _window(config, naming, path)
     source = f"{naming.description}: {source_note(path)}" if naming.description else (
@@ -90,7 +95,7 @@ def _window(config: dict[str, Any], naming: ChatNaming, path: Path) -> tuple[int
     if naming.context_window is not None:
         return naming.context_window, "given at import"
     limit = config.get("model_max_length")
-    if isinstance(limit, int) and 0 < limit <= MAX_WINDOW:
+    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit <= MAX_WINDOW:
         return limit, f"model_max_length of {path.name}"
     raise StoreError(str(path), f"model_max_length: {limit!r} is no context window; give "
                      "--context-window (the model card's figure)")  # fmt: skip

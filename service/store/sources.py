@@ -75,6 +75,8 @@ def read_json(path: Path) -> Any:
         return json.loads(read_source(path))
     except (ValueError, UnicodeDecodeError) as exc:
         raise StoreError(str(path), f"is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise StoreError(str(path), "is not valid JSON: nested too deeply") from None
 
 
 def source_note(*paths: Path) -> str:

@@ -97,6 +97,7 @@ def test_limits_and_images_from_flags(tmp_path: Path) -> None:
         (config(chat_template=None), "chat_template: missing"),
         (config(bos_token="<s>"), "bos_token: '<s>' is not a special or added token"),
         (config(model_max_length=10**30), "give --context-window"),
+        (config(model_max_length=True), "model_max_length: True is no context window"),
         (config(chat_template="{% for m in messages %}"), "chat.template"),
     ],
 )  # fmt: skip
@@ -107,6 +108,30 @@ def test_refused_before_anything_is_written(
     assert code != 0
     assert says in capsys.readouterr().err
     assert not store.exists()  # neither the tokenizer nor the profile
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"chat_template": "x", "junk": ' + "[" * 100_000 + "]" * 100_000 + "}",
+         "nested too deeply"),
+        (json.dumps(config(chat_template="{{ bos_token }}\udc80")), "lone surrogate"),
+    ],
+)  # fmt: skip
+def test_hostile_files_are_refused_with_a_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str
+) -> None:
+    """A file nested past Python's recursion limit, a template with a lone surrogate escape:
+    a store error naming the file (they used to end the import with a traceback)."""
+    path = tmp_path / "tokenizer_config.json"
+    path.write_text(text)
+    store = tmp_path / "store"
+    code = main(["import", "hf", str(vocab_file("qwen2_5_tokenizer.json")), "--name", "pkg",
+                 "--version", "1", "--store", str(store), "--chat-config", str(path)])  # fmt: skip
+    assert code != 0
+    err = capsys.readouterr().err
+    assert says in err and "tokenizer_config.json" in err and "Traceback" not in err
+    assert not store.exists()
 
 
 def test_profile_flags_need_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
