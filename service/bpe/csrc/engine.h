@@ -137,7 +137,8 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
     if (!c->t || n < PC_MIN_PIECE || n > PC_KEY) return merge_parts(e, s, n, out, &c->pairs);
     uint64_t h = pc_hash(c->t, s, n, e->serial);
     uint32_t ids[PC_IDS];
-    int got = pc_get(c->t, e->serial, s, n, h, ids, &c->tally);
+    int first;
+    int got = pc_get(c->t, e->serial, s, n, h, ids, &c->tally, &first);
     if (got >= 0) {
         if (out->count_only) { out->len += (size_t)got; return 0; }
         for (int i = 0; i < got; i++)
@@ -159,7 +160,8 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
         made = out->ids + before;
         nmade = out->len - before;
     }
-    if (n + 4 * nmade <= PC_PAYLOAD) pc_put(c->t, e->serial, s, n, h, made, nmade, &c->tally);
+    if (!first && n + 4 * nmade <= PC_PAYLOAD) /* a piece's first miss is only noted */
+        pc_put(c->t, e->serial, s, n, h, made, nmade, &c->tally);
     return 0;
 }
 

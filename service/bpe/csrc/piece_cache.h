@@ -3,26 +3,27 @@
    Included by _native.c only.
 
 Layout: a power of two of buckets, each 8 ways of 128-byte entries behind one 64-byte header
-(a try-lock, the fork generation, a 32-bit tag and a hit count per way); a piece maps to one
-bucket, so a flood of colliding pieces can at worst churn 8 entries, and a look-up reads the
-header line and the entry that matched. A piece is kept if its bytes and its ids (4 bytes each)
+(a try-lock, the fork generation, a 32-bit tag and a hit count per way, and 128 "seen" bits); a
+piece maps to one bucket, so a flood of colliding pieces can at worst churn 8 entries, and a
+look-up reads the header line and the entry that matched. A piece is kept if its bytes and its ids (4 bytes each)
 fit in PC_PAYLOAD bytes (a 16-character CJK piece of 16 ids does); a hit compares the engine and every byte, so it never gives another piece's ids.
 
 Keys: a keyed multiply-fold hash of the bytes and the engine, with a 128-bit seed from the OS
 (os.urandom when the table is made; getrandom/arc4random in a forked child), so nobody outside the
 process can aim pieces at one bucket or at the sketch below.
 
-Eviction survives scans (TinyLFU admission): a doorkeeper (a bit array) takes the first miss of a
-piece and a blocked count-min sketch of 8-bit counters the misses after it; a new piece takes an
-empty way, else the way with the fewest hits, and only if the piece has missed more often than
-that way was hit. A flood of pieces seen once therefore only displaces entries never hit since
-they came in. Every 10 x capacity misses (added up when a call is done) the sketch and the hit
-counts are halved and the doorkeeper emptied, so yesterday's favourites age out.
+Eviction survives scans (TinyLFU admission): a doorkeeper takes the first miss of a piece (a bit
+of its bucket's header, which the look-up has just read, so a piece seen once costs one line and
+no insert) and a blocked count-min sketch of 8-bit counters the misses after it; a new piece
+takes an empty way, else the way with the fewest hits, and only if the piece has missed more
+often than that way was hit. A flood of pieces seen once therefore displaces nothing. Every
+10 x capacity misses (added up when a call is done) the sketch and the hit counts are halved and
+the seen bits cleared, so yesterday's favourites age out.
 
 Threads: encoding runs with the GIL released, so several threads may probe at once. Each bucket
 has a try-lock; a thread that finds it taken treats the probe as a miss (and skips the insert):
-nobody waits, and a bucket's entries are only read or written under its lock. Sketch counters and
-doorkeeper words are relaxed atomic loads and stores, not read-modify-writes (a lost update only
+nobody waits, and a bucket's entries and seen bits are only read or written under its lock.
+Sketch counters are relaxed atomic loads and stores, not read-modify-writes (a lost update only
 blurs a frequency). Statistics are summed per call and
 added once per call. Reconfiguring swaps the table with the GIL held and waits for the calls still
 using the old one (they took it with the GIL and give it back before they take the GIL again).
@@ -52,16 +53,13 @@ generation read as empty, and a lock word from the parent (its generation's valu
 #ifndef PC_MIN_PIECE
 #define PC_MIN_PIECE 2
 #endif
-#ifndef PC_ADMIT_FROM
-#define PC_ADMIT_FROM 1 /* misses a piece needs before it may take even an empty way */
-#endif
 
 typedef struct {
     _Atomic uint32_t lock; /* == the holder's lock value (generation-derived) while held */
     uint32_t gen;          /* the generation the ways below belong to */
     uint32_t tag[PC_WAYS]; /* 0: empty way */
     uint8_t hits[PC_WAYS];
-    uint8_t pad[64 - 8 - 4 * PC_WAYS - PC_WAYS];
+    uint64_t seen[2];      /* the doorkeeper: bit (h >> 8) & 127 of a piece that missed once */
 } pc_head;
 
 typedef struct {
@@ -77,16 +75,13 @@ typedef struct {
 
 _Static_assert(sizeof(pc_head) == 64, "one header line");
 _Static_assert(sizeof(pc_entry) == 128, "two lines an entry");
-#define PC_BUCKET_BYTES (sizeof(pc_bucket) + 8 * PC_WAYS + 8 * PC_WAYS) /* + sketch + doorkeeper */
+#define PC_BUCKET_BYTES (sizeof(pc_bucket) + 8 * PC_WAYS) /* + its sketch counters */
 
 typedef struct {
     pc_bucket *buckets;
     size_t mask;               /* buckets - 1 */
     _Atomic uint8_t *sketch;   /* sketch_mask + 1 counters, in blocks of 64 */
     size_t sketch_mask;
-    _Atomic uint64_t *door;    /* the doorkeeper: door_mask + 1 bits (64 a way: about 6 a miss
-                                  between two agings, so few false positives) */
-    size_t door_mask;
     uint64_t age_every;        /* misses between two halvings */
     _Atomic uint64_t misses_since_age;
     _Atomic int aging;
@@ -149,6 +144,7 @@ static inline void pc_own(pc_head *hd) {
     if (hd->gen == g_pc_gen) return;
     memset(hd->tag, 0, sizeof hd->tag);
     memset(hd->hits, 0, sizeof hd->hits);
+    memset(hd->seen, 0, sizeof hd->seen);
     hd->gen = g_pc_gen;
 }
 
@@ -157,45 +153,41 @@ typedef struct {
     uint64_t hits, misses, inserts, refused, busy;
 } pc_tally;
 
-/* the ids of piece s[0:n] of `engine` into ids (PC_IDS of room): their number, or -1 */
+/* the ids of piece s[0:n] of `engine` into ids (PC_IDS of room): their number, or -1 with
+   *first set if this is the piece's first miss (or the bucket was busy): not worth an insert */
 static int pc_get(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint64_t h,
-                  uint32_t *ids, pc_tally *tally) {
+                  uint32_t *ids, pc_tally *tally, int *first) {
     pc_bucket *b = &t->buckets[(h >> 32) & t->mask];
     uint32_t tag = (uint32_t)h | 1;
+    *first = 1;
     if (!pc_try_lock(&b->h)) { tally->busy++; return -1; }
     int found = -1;
-    if (b->h.gen == g_pc_gen)
-        for (int w = 0; w < PC_WAYS; w++) {
-            if (b->h.tag[w] != tag) continue;
-            const pc_entry *e = &b->e[w];
-            if (e->engine != engine || e->len != n || memcmp(e->data, s, n) != 0) continue;
-            memcpy(ids, e->data + n, e->nids * sizeof *ids);
-            found = e->nids;
-            if (b->h.hits[w] < 255) b->h.hits[w]++;
-            break;
-        }
+    pc_own(&b->h);
+    for (int w = 0; w < PC_WAYS; w++) {
+        if (b->h.tag[w] != tag) continue;
+        const pc_entry *e = &b->e[w];
+        if (e->engine != engine || e->len != n || memcmp(e->data, s, n) != 0) continue;
+        memcpy(ids, e->data + n, e->nids * sizeof *ids);
+        found = e->nids;
+        if (b->h.hits[w] < 255) b->h.hits[w]++;
+        break;
+    }
+    if (found < 0) {
+        uint64_t *word = &b->h.seen[(h >> 14) & 1], bit = (uint64_t)1 << ((h >> 8) & 63);
+        *first = !(*word & bit);
+        *word |= bit;
+    }
     pc_unlock(&b->h);
     if (found >= 0) tally->hits++;
     else tally->misses++;
+    if (found < 0 && *first) tally->refused++;
     return found;
 }
 
-/* how often the piece of hash h missed, this one counted: the doorkeeper takes a piece's first
-   miss (two bits), the sketch the ones after it (a flood of pieces seen once stays out of it) */
+/* how often the piece of hash h missed after its first, this one counted (the doorkeeper took
+   the first; a flood of pieces seen once stays out of the sketch) */
 static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
     uint64_t m = h * 0x9E3779B97F4A7C15ull;
-    size_t b1 = (size_t)(m >> 20) & t->door_mask, b2 = (size_t)(h >> 24) & t->door_mask;
-    _Atomic uint64_t *w1 = &t->door[b1 >> 6], *w2 = &t->door[b2 >> 6];
-    uint64_t v1 = atomic_load_explicit(w1, memory_order_relaxed);
-    uint64_t v2 = atomic_load_explicit(w2, memory_order_relaxed);
-    uint64_t f1 = (uint64_t)1 << (b1 & 63), f2 = (uint64_t)1 << (b2 & 63);
-    if (!(v1 & f1) || !(v2 & f2)) { /* plain stores: a bit another thread set meanwhile may be
-                                        lost, which only makes a piece wait one miss longer */
-        atomic_store_explicit(w1, v1 | f1, memory_order_relaxed);
-        atomic_store_explicit(w2, atomic_load_explicit(w2, memory_order_relaxed) | f2,
-                              memory_order_relaxed);
-        return 1;
-    }
     size_t block = (size_t)(m >> 40) & t->sketch_mask & ~(size_t)63;
     uint32_t est = 255;
     for (int i = 0; i < 4; i++) {
@@ -205,10 +197,11 @@ static uint32_t pc_sketch_count(pc_table *t, uint64_t h) {
         uint32_t now = v < 255 ? v + 1u : 255u;
         est = now < est ? now : est;
     }
-    return est + 1;
+    return est; /* the first miss is not counted: the seen bits of a bucket saturate under a
+                   flood, so a piece of the flood may pass them, but seldom the sketch too */
 }
 
-/* halve every sketch counter and every hit count, empty the doorkeeper (one thread at a time; a
+/* halve every sketch counter and every hit count, clear the seen bits (one thread at a time; a
    bucket whose lock is taken keeps its counts this round) */
 static void pc_age(pc_table *t) {
     int expected = 0;
@@ -217,13 +210,13 @@ static void pc_age(pc_table *t) {
         uint8_t v = atomic_load_explicit(&t->sketch[i], memory_order_relaxed);
         atomic_store_explicit(&t->sketch[i], (uint8_t)(v >> 1), memory_order_relaxed);
     }
-    for (size_t i = 0; i <= t->door_mask >> 6; i++)
-        atomic_store_explicit(&t->door[i], 0, memory_order_relaxed);
     for (size_t i = 0; i <= t->mask; i++) {
         pc_head *hd = &t->buckets[i].h;
         if (!pc_try_lock(hd)) continue;
-        if (hd->gen == g_pc_gen)
+        if (hd->gen == g_pc_gen) {
             for (int w = 0; w < PC_WAYS; w++) hd->hits[w] >>= 1;
+            memset(hd->seen, 0, sizeof hd->seen);
+        }
         pc_unlock(hd);
     }
     atomic_store(&t->aging, 0);
@@ -232,7 +225,6 @@ static void pc_age(pc_table *t) {
 static void pc_put(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint64_t h,
                    const uint32_t *ids, size_t nids, pc_tally *tally) {
     uint32_t freq = pc_sketch_count(t, h);
-    if (freq < PC_ADMIT_FROM) { tally->refused++; return; }
     pc_bucket *b = &t->buckets[(h >> 32) & t->mask];
     if (!pc_try_lock(&b->h)) { tally->busy++; return; }
     pc_own(&b->h);
@@ -294,14 +286,13 @@ static void pc_free(pc_table *t) {
     if (!t) return;
     free(t->buckets);
     free((void *)t->sketch);
-    free((void *)t->door);
     free(t);
 }
 
 /* a table of at most nbytes (buckets and sketch), NULL if nbytes is too small or no memory */
 static pc_table *pc_new(size_t nbytes, const uint64_t seed[2]) {
     size_t nb = 1;
-    /* per bucket: the bucket, 8 sketch counters and 64 doorkeeper bits a way */
+    /* per bucket: the bucket and 8 sketch counters a way */
     while ((nb * 2) * PC_BUCKET_BYTES <= nbytes) nb *= 2;
     if (nb * PC_BUCKET_BYTES > nbytes) return NULL;
     pc_table *t = calloc(1, sizeof *t);
@@ -317,9 +308,7 @@ static pc_table *pc_new(size_t nbytes, const uint64_t seed[2]) {
 #endif
     if (t->buckets) memset(t->buckets, 0, bytes);
     t->sketch = calloc(t->sketch_mask + 1, 1);
-    t->door_mask = nb * PC_WAYS * 64 - 1;
-    t->door = calloc((t->door_mask + 1) / 64, sizeof *t->door);
-    if (!t->buckets || !t->sketch || !t->door) { pc_free(t); return NULL; }
+    if (!t->buckets || !t->sketch) { pc_free(t); return NULL; }
     t->age_every = (uint64_t)nb * PC_WAYS * 10;
     t->nbytes = nb * PC_BUCKET_BYTES;
     t->asked = nbytes;
@@ -375,6 +364,5 @@ static void pc_after_fork_child(void) {
         atomic_store(&t->aging, 0);
         atomic_store(&t->entries, 0);
         memset((void *)t->sketch, 0, t->sketch_mask + 1);
-        memset((void *)t->door, 0, (t->door_mask + 1) / 8);
     }
 }
