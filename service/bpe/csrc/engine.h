@@ -16,6 +16,10 @@
 #ifndef BACKTRACK_FROM
 #define BACKTRACK_FROM 16 /* bytes: shorter pieces merge faster by the scan of merge.h */
 #endif
+#ifndef BACKTRACK_WIDE_FROM
+#define BACKTRACK_WIDE_FROM 6 /* bytes, for a piece that ends in a non-ASCII byte: from two CJK
+                                 characters on, backtracking is faster than the scan */
+#endif
 
 typedef struct {
     PyObject_HEAD
@@ -49,7 +53,7 @@ static scan_fn scanner_fn(int scanner) {
    call keeps its memo of valid pairs (backtrack.h; made on first use), or NULL for none */
 static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
                        bk_memo **memo) {
-    if (e->bk.on && n >= BACKTRACK_FROM) {
+    if (e->bk.on && (n >= BACKTRACK_FROM || (n >= BACKTRACK_WIDE_FROM && s[n - 1] >= 0x80))) {
         if (memo && !*memo) *memo = bk_memo_new(); /* NULL (out of memory): none */
         return bk_encode(&e->bk, &e->bt, s, n, out, memo ? *memo : NULL);
     }
