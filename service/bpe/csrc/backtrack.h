@@ -15,10 +15,14 @@ must not merge into a token that would have been merged earlier (rank below the 
 a tie with the right token's merge the boundary pair is further left, so it would win). Whether
 two parts merge is the rule's own question: for `ranks`, do their bytes form a token; for
 `pairs`, is (left id, right id) a merge. This reasoning needs every token to rank after the two
-parts it is merged from (format v1 guarantees it for `pairs`); a `ranks` vocabulary where one
-does not (`bk_build_ranks` checks all) keeps the merges of merge.h, as does one with a token
-longer than BK_MAX_TOKEN bytes. Each reachable token's last merge comes from running the rule on
-its own bytes once, at build time. */
+parts it is merged from (format v1 guarantees it for `pairs`). A `ranks` vocabulary with a few
+tokens that do not (Llama 3's 81, Qwen3.6's 27; `bk_build_ranks` checks all) still backtracks
+every piece that contains none of them: the rule run on such a piece only ever forms tokens that
+are parts of it, so it runs as in a vocabulary without them. Those tokens stay out of the trie,
+and a piece that holds one (a bitmap of their first three bytes, then a compare) keeps the
+merges of merge.h, as does every piece of a vocabulary with more than BK_MAX_OUT of them, or
+with one shorter than three bytes, or with a token longer than BK_MAX_TOKEN bytes. Each
+reachable token's last merge comes from running the rule on its own bytes once, at build time. */
 #pragma once
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +33,8 @@ its own bytes once, at build time. */
 
 #define BK_MAX_TOKEN 1024
 #define BK_STACK_PIECE 1024
+#define BK_MAX_OUT 1024 /* tokens ranked before a part: with more, no piece backtracks */
+#define BK_OUT_LOG2 18  /* bits in the bitmap of their heads (32 KB) */
 
 typedef struct {
     uint32_t ntok;
@@ -42,19 +48,58 @@ typedef struct {
     uint32_t *shorter;        /* id -> the longest reachable token that is a proper prefix */
     trie_t trie;              /* of the reachable tokens */
     const pair_table *pairs;  /* the pairs rule's table; NULL for the ranks rule */
+    uint32_t *out;            /* (ranks) the ids ranked before a part they are merged from */
+    uint32_t nout;
+    uint64_t *out_heads;      /* a bit per hash of their first three bytes (NULL: none) */
     int on;                   /* 1: built, and the vocabulary qualifies */
 } backtrack_t;
 
 static void bk_free(backtrack_t *b) {
     free(b->own_blob); free(b->off); free(b->len);
     free(b->left); free(b->right); free(b->shorter);
+    free(b->out); free(b->out_heads);
     trie_free(&b->trie);
     memset(b, 0, sizeof *b);
 }
 
 static size_t bk_nbytes(const backtrack_t *b) {
+    size_t out = b->out ? BK_MAX_OUT * sizeof(uint32_t) + ((size_t)1 << BK_OUT_LOG2) / 8 : 0;
     return (size_t)b->ntok * (4 * sizeof(uint32_t) + sizeof(uint16_t)) + trie_nbytes(&b->trie) +
-           b->own_bytes;
+           b->own_bytes + out;
+}
+
+static inline uint32_t bk_head_bit(const uint8_t *s) {
+    uint32_t k = (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16;
+    return (k * 0x9E3779B1u) >> (32 - BK_OUT_LOG2);
+}
+
+/* whether piece s[0:n] holds a token ranked before a part (then it keeps merge.h's merges) */
+static int bk_holds_out(const backtrack_t *b, const uint8_t *s, size_t n) {
+    if (!b->nout) return 0;
+    for (size_t i = 0; i + 3 <= n; i++) {
+        uint32_t bit = bk_head_bit(s + i);
+        if (!(b->out_heads[bit >> 6] >> (bit & 63) & 1)) continue;
+        for (uint32_t j = 0; j < b->nout; j++) {
+            uint32_t id = b->out[j], len = b->len[id];
+            if (len <= n - i && memcmp(b->blob + b->off[id], s + i, len) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
+/* a token ranked before a part it is merged from: listed and left out of the trie (0), or one
+   too many or too short to list (1: the vocabulary does not qualify), or out of memory (-1) */
+static int bk_leave_out(backtrack_t *b, uint32_t id) {
+    if (b->nout == BK_MAX_OUT || b->len[id] < 3) return 1;
+    if (!b->out) {
+        b->out = malloc(BK_MAX_OUT * sizeof *b->out);
+        b->out_heads = calloc(((size_t)1 << BK_OUT_LOG2) / 64, sizeof *b->out_heads);
+        if (!b->out || !b->out_heads) return -1;
+    }
+    b->out[b->nout++] = id;
+    uint32_t bit = bk_head_bit(b->blob + b->off[id]);
+    b->out_heads[bit >> 6] |= (uint64_t)1 << (bit & 63);
+    return 0;
 }
 
 /* left/right/shorter by id, all NO_RANK (not reachable) */
@@ -128,9 +173,11 @@ static int bk_build_ranks(backtrack_t *b, const bytes_table *t) {
             b->left[id] = b->right[id] = id;
         } else if (bk_last_merge(t, s, n, bounds, ranks, &k)) {
             uint32_t l = bt_lookup(t, s, k), r = bt_lookup(t, s + k, n - k);
-            /* ranked before a part it is merged from: it does not qualify (b->on stays 0), and
-               the trie is not worth building */
-            if (l >= id || r >= id) return 0;
+            if (l >= id || r >= id) { /* ranked before a part it is merged from */
+                int rc = bk_leave_out(b, id);
+                if (rc) return rc < 0 ? -1 : 0; /* b->on stays 0, and no trie is built */
+                continue;
+            }
             b->left[id] = l;
             b->right[id] = r;
         }

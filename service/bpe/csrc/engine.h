@@ -53,7 +53,8 @@ static scan_fn scanner_fn(int scanner) {
    call keeps its memo of valid pairs (backtrack.h; made on first use), or NULL for none */
 static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
                        bk_memo **memo) {
-    if (e->bk.on && (n >= BACKTRACK_FROM || (n >= BACKTRACK_WIDE_FROM && s[n - 1] >= 0x80))) {
+    if (e->bk.on && (n >= BACKTRACK_FROM || (n >= BACKTRACK_WIDE_FROM && s[n - 1] >= 0x80)) &&
+        !bk_holds_out(&e->bk, s, n)) {
         if (memo && !*memo) *memo = bk_memo_new(); /* NULL (out of memory): none */
         return bk_encode(&e->bk, &e->bt, s, n, out, memo ? *memo : NULL);
     }
