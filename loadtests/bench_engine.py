@@ -22,7 +22,6 @@ repetitions, each with new engines. A peer that is not installed is left out wit
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import random
 import statistics
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import msgspec
 from peers import TIKTOKEN_FILES, Encoder, Maker, available, makers
+from texts import worst_cases
 from tiktoken.load import load_tiktoken_bpe
 
 from service.bpe import native
@@ -181,26 +181,11 @@ def bench_chat(corpora: list[Path]) -> dict[str, object]:
     return result
 
 
-def worst_cases(prose: str) -> dict[str, str]:
-    rng = random.Random(0)
-    code = (SHARED / "corpus" / "code_python.txt").read_text("utf-8")
-    one_line = "".join(code.split())
-    size = 1_000_000
-    return {
-        "english prose": prose[:size],
-        "one repeated character": "a" * size,
-        "digits only": "".join(rng.choices("0123456789", k=size)),
-        "random base64": base64.b64encode(rng.randbytes(size * 3 // 4)).decode(),
-        "CJK, no punctuation": "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(size // 3)),
-        "one line, no whitespace": (one_line * 2)[:size],
-    }
-
-
 def bench_worst(prose: str) -> list[dict[str, object]]:
     """1 MB texts that make BPE engines slow, on cl100k; then tiktoken's crash input on r50k.
     Cold: each timed text is new to a newly built engine (ours: an empty piece cache)."""
     rows = []
-    cases = worst_cases(prose)
+    cases = worst_cases(prose, (SHARED / "corpus" / "code_python.txt").read_text("utf-8"))
     makers_ = engines("cl100k_base", prose[:50_000])
     base: dict[str, float] = {}
     print(f"\n{'worst case (cl100k_base, 1 MB)':<28} " + " ".join(

@@ -8,8 +8,10 @@ of `*.txt.xz` slices (the compose `load` profile mounts tests/data/corpus there)
 
 from __future__ import annotations
 
+import base64
 import lzma
 import os
+import random
 from pathlib import Path
 
 REPO_TEXTS = Path(__file__).resolve().parent.parent / "tests" / "data" / "corpus"
@@ -33,3 +35,19 @@ def corpus_files() -> dict[str, str]:
 def corpus() -> str:
     """Every text joined."""
     return "".join(corpus_files().values())
+
+
+def worst_cases(prose: str, code: str, size: int = 1_000_000) -> dict[str, str]:
+    """Texts of `size` characters that make BPE engines slow, English `prose` first (the
+    baseline of the worst-case tables): one character repeated, random digits, random base64,
+    CJK without punctuation, and `code` with its whitespace removed (one long line)."""
+    rng = random.Random(0)
+    one_line = "".join(code.split())
+    return {
+        "english prose": prose[:size],
+        "one repeated character": "a" * size,
+        "digits only": "".join(rng.choices("0123456789", k=size)),
+        "random base64": base64.b64encode(rng.randbytes(size * 3 // 4)).decode(),
+        "CJK, no punctuation": "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(size // 3)),
+        "one line, no whitespace": (one_line * 2)[:size],
+    }
