@@ -47,7 +47,8 @@ from service.store.registry import LoadedTokenizer, build
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
 NAMES = list(TIKTOKEN_FILES)
-PIECE_CACHE = Settings().piece_cache_bytes
+PIECE_CACHE = Settings().piece_cache_bytes  # the service's default (0: off)
+CACHE_ON = 16 << 20  # the piece cache's size when it is turned on
 
 
 def fresh(name: str, engine: str = "auto") -> LoadedTokenizer:
@@ -77,10 +78,11 @@ def ranks_of(name: str) -> dict[bytes, int]:
 
 
 def engines(name: str, check: str) -> dict[str, Maker]:
-    """Ours (with and without the piece cache) and every installed peer exact on `check`."""
+    """Ours (as the service runs it, and with the piece cache on) and every installed peer
+    exact on `check`."""
     pattern = fresh(name, "python").pattern or ""
-    mine = {"ours": ours(name), "ours (no piece cache)": ours(name, 0)}
-    want = mine["ours (no piece cache)"]()(check)
+    mine = {"ours": ours(name), "ours (piece cache on)": ours(name, CACHE_ON)}
+    want = mine["ours"]()(check)
     return mine | available(
         name, makers(name, pattern, ranks_of(name), SHARED / "vocab"), check, want
     )
