@@ -7,9 +7,10 @@ other pattern is split by the `regex` module here and the pieces are merged in C
 run in C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
 service then runs on the Python engine and says so.
 
-Behind every engine of the process sits one piece cache (service/bpe/csrc/piece_cache.h): the ids
-of pieces that needed merging, kept across calls, bounded in bytes, keyed with a random seed,
-scan-resistant, safe for threads and cleared in a forked child. It never changes an id.
+Behind every engine of the process can sit one piece cache (service/bpe/csrc/piece_cache.h, off
+unless configured): the ids of pieces that needed merging, kept across calls from their second
+miss, bounded in bytes, keyed with a random seed, scan-resistant, safe for threads and cleared in
+a forked child. It never changes an id.
 """
 
 from __future__ import annotations

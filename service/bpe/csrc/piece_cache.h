@@ -5,8 +5,9 @@
 Layout: a power of two of buckets, each 8 ways of 128-byte entries behind one 64-byte header
 (a try-lock, the fork generation, a 32-bit tag and a hit count per way, and 128 "seen" bits); a
 piece maps to one bucket, so a flood of colliding pieces can at worst churn 8 entries, and a
-look-up reads the header line and the entry that matched. A piece is kept if its bytes and its ids (4 bytes each)
-fit in PC_PAYLOAD bytes (a 16-character CJK piece of 16 ids does); a hit compares the engine and every byte, so it never gives another piece's ids.
+look-up reads the header line and the entry that matched. A piece is kept if its bytes and its
+ids (4 bytes each) fit in PC_PAYLOAD bytes (a 16-character CJK piece of 16 ids does); a hit
+compares the engine and every byte, so it never gives another piece's ids.
 
 Keys: a keyed multiply-fold hash of the bytes and the engine, with a 128-bit seed from the OS
 (os.urandom when the table is made; getrandom/arc4random in a forked child), so nobody outside the
