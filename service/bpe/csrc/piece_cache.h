@@ -179,9 +179,12 @@ static int pc_get(pc_table *t, uint32_t engine, const uint8_t *s, size_t n, uint
         *word |= bit;
     }
     pc_unlock(&b->h);
-    if (found >= 0) tally->hits++;
-    else tally->misses++;
-    if (found < 0 && *first) tally->refused++;
+    if (found >= 0) {
+        tally->hits++;
+    } else {
+        tally->misses++;
+        tally->refused += (uint64_t)*first; /* a first miss is noted, not inserted */
+    }
     return found;
 }
 
