@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))
 NAMES = list(TIKTOKEN_FILES)
 PIECE_CACHE = Settings().piece_cache_bytes  # the service's default (0: off)
-CACHE_ON = 16 << 20  # the piece cache's size when it is turned on
+HOT_PIECES = Settings().hot_piece_bytes  # the service's default, per engine
 
 
 def fresh(name: str, engine: str = "auto") -> LoadedTokenizer:
@@ -59,12 +59,14 @@ def fresh(name: str, engine: str = "auto") -> LoadedTokenizer:
     return build(entry, tf, engine_factory(engine), TextCache(64 << 20))  # type: ignore[arg-type]
 
 
-def ours(name: str, cache_bytes: int = PIECE_CACHE) -> Maker:
-    """Our engine, newly built, behind an empty piece cache of `cache_bytes` (0: none)."""
+def ours(name: str, hot_bytes: int = HOT_PIECES) -> Maker:
+    """Our engine, newly built (its table of hot pieces empty, `hot_bytes`; 0: none), with the
+    service's default piece cache, empty."""
 
     def make() -> Encoder:
         native.configure_piece_cache(0)
-        native.configure_piece_cache(cache_bytes)
+        native.configure_piece_cache(PIECE_CACHE)
+        native.configure_hot_pieces(hot_bytes)
         return fresh(name).tokenizer.encode_ordinary
 
     return make
@@ -78,10 +80,10 @@ def ranks_of(name: str) -> dict[bytes, int]:
 
 
 def engines(name: str, check: str) -> dict[str, Maker]:
-    """Ours (as the service runs it, and with the piece cache on) and every installed peer
-    exact on `check`."""
+    """Ours (as the service runs it, and without hot pieces) and every installed peer exact on
+    `check`."""
     pattern = fresh(name, "python").pattern or ""
-    mine = {"ours": ours(name), "ours (piece cache on)": ours(name, CACHE_ON)}
+    mine = {"ours": ours(name), "ours (no hot pieces)": ours(name, 0)}
     want = mine["ours"]()(check)
     return mine | available(
         name, makers(name, pattern, ranks_of(name), SHARED / "vocab"), check, want

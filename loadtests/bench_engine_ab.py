@@ -21,7 +21,7 @@ from pathlib import Path
 
 from service.bpe import native
 from service.runtime import engine_factory
-from service.settings import BUNDLED_STORE
+from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,6 +73,7 @@ def main() -> None:
     ap.add_argument("--only", default="cl100k_base,o200k_base,qwen2")
     args = ap.parse_args()
     native.configure_piece_cache(0)
+    native.configure_hot_pieces(Settings().hot_piece_bytes)
     cells = []
     for name in args.only.split(","):
         encode = new_engine(name)

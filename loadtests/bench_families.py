@@ -93,6 +93,7 @@ def read(corpus):
 def ours(name, store):
     native.configure_piece_cache(0)
     native.configure_piece_cache(Settings().piece_cache_bytes)
+    native.configure_hot_pieces(Settings().hot_piece_bytes)
     stores = [BUNDLED_STORE] + ([Path(store)] if store else [])
     tok = load_registry(Settings(), stores, only=name).resolve(name).tokenizer
     return lambda t: tok.encode(t, disallowed_special=())

@@ -164,6 +164,14 @@ def words_check(engines: list[NativeEngine], texts: st.SearchStrategy[str]) -> C
     return check  # type: ignore[no-any-return]
 
 
+def configure_caches(piece_cache: int, hot_pieces: int) -> None:
+    """The piece cache (per process) and the tables of hot pieces (per engine), in bytes."""
+    from service.bpe import native
+
+    native.configure_piece_cache(piece_cache)
+    native.configure_hot_pieces(hot_pieces)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
@@ -211,17 +219,19 @@ def main() -> None:
     @settings(max_examples=40, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(text=texts, which=st.integers(0, len(engines) - 1), raw=st.binary(max_size=300),
-           cache=st.sampled_from([0, 0, 4096, 20_000, 1 << 20]), threads=st.booleans())  # fmt: skip
-    def check(text: str, which: int, raw: bytes, cache: int, threads: bool) -> None:
+           caches=st.tuples(st.sampled_from([0, 0, 4096, 20_000, 1 << 20]),
+                            st.sampled_from([0, 128, 4096, 256 << 10])),
+           threads=st.booleans())  # fmt: skip
+    def check(text: str, which: int, raw: bytes, caches: tuple[int, int], threads: bool) -> None:
         name, engine, tokens = engines[which]
-        native.configure_piece_cache(cache)
+        configure_caches(*caches)
         ids = engine.encode_ordinary(text)
         assert b"".join(tokens[i] or b"" for i in ids) == text.encode(), name
         assert engine.count_ordinary(text) == len(ids), name
         assert engine.encode_batch([text, text[: len(text) // 2]])[0] == ids, name
         assert engine.count_batch([text]) == [len(ids)], name
         assert engine.encode_ordinary(text) == ids, name
-        if threads:  # the GIL is released from 2 KB and for batches: threads share the cache
+        if threads:  # the GIL is released from 2 KB and for batches: threads share the caches
             seen: list[bool] = []
             work = [threading.Thread(target=lambda: seen.append(
                 engine.encode_batch([text, text]) == [ids, ids]

@@ -64,6 +64,7 @@ def load_registry(
     caches the settings ask for; `only` loads the versions of one name; each tokenizer is built
     on its first use (`settings.build_on_first_use`, or `first_use`), else all at once."""
     native.configure_piece_cache(settings.piece_cache_bytes)
+    native.configure_hot_pieces(settings.hot_piece_bytes)
     return load_store(
         settings.stores if stores is None else stores,
         engine_factory(settings.engine, settings.piece_cache_size),

@@ -13,7 +13,7 @@ from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
 from service.bpe import native
 from service.runtime import engine_factory
-from service.settings import BUNDLED_STORE
+from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import Registry, load_store
 from tests.serverproc import Server, start_server, stop_server
 from tests.testdata import tiktoken_ranks, vocab_file
@@ -42,7 +42,9 @@ def server() -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def registry() -> Registry:
-    """The bundled store as the service runs it: the fast engine wherever it is exact."""
+    """The bundled store as the service runs it: the fast engine wherever it is exact, each
+    native engine with its table of hot pieces at the default size."""
+    native.configure_hot_pieces(Settings().hot_piece_bytes)
     reg = load_store(BUNDLED_STORE, engine_factory("auto"))
     assert not reg.failures, reg.failures
     return reg
@@ -106,14 +108,21 @@ def store(tmp_path: Path) -> Path:
     return copy
 
 
-PIECE_CACHE_SIZES = [0, 32 * 1024 * 1024]  # off, and the default size
+# (hot pieces per engine, piece cache per process) in bytes: both off; the defaults (hot pieces
+# only); both on, the piece cache at 32 MiB behind hot pieces of 4 KiB (two ways of 32 sets, so
+# evictions are frequent and the piece cache sees the misses)
+CACHE_CONFIGS = [(0, 0), (Settings().hot_piece_bytes, 0), (4096, 32 * 1024 * 1024)]
 
 
-@pytest.fixture(params=PIECE_CACHE_SIZES, ids=["piece-cache-off", "piece-cache-on"])
+@pytest.fixture(params=CACHE_CONFIGS, ids=["caches-off", "hot-pieces", "both-caches"])
 def piece_cache(request: pytest.FixtureRequest) -> Iterator[int]:
-    """The native engine's process-wide piece cache off, then on (empty at the start of each
-    test); off again afterwards. The value is its size in bytes."""
+    """The native engine's caches: hot pieces and the piece cache off, at their defaults, then
+    both on (the piece cache empty at the start of each test); the defaults again afterwards.
+    The value is the piece cache's size in bytes."""
+    hot, cache = request.param
     native.configure_piece_cache(0)
-    native.configure_piece_cache(request.param)
-    yield request.param
+    native.configure_piece_cache(cache)
+    native.configure_hot_pieces(hot)
+    yield cache
     native.configure_piece_cache(0)
+    native.configure_hot_pieces(Settings().hot_piece_bytes)

@@ -59,12 +59,23 @@ PIECE_CACHE_ENTRIES = Gauge(
     "Pieces held by the native piece cache",
     multiprocess_mode="livesum",
 )
+HOT_PIECES_EVENTS = Counter(
+    "toksvc_hot_pieces_lookups",
+    "Look-ups in the native engines' tables of hot pieces by result (hit, miss)",
+    ["result"],
+)
+HOT_PIECES_BYTES = Gauge(
+    "toksvc_hot_pieces_bytes",
+    "Bytes held by the native engines' tables of hot pieces (one per tokenizer in use)",
+    multiprocess_mode="livesum",
+)
 _piece_cache_seen = {"hits": 0, "misses": 0, "busy": 0, "at": 0.0}
+_hot_seen = {"hits": 0, "misses": 0}
 
 
 def publish_piece_cache(now: float | None = None) -> None:
-    """Copy the native piece cache's counters into this worker's metrics (the deltas since the
-    last copy). Run on every scrape and, at most once a second, after a request."""
+    """Copy the native piece cache's and hot pieces' counters into this worker's metrics (the
+    deltas since the last copy). Run on every scrape and, at most once a second, after a request."""
     stats = native.piece_cache_stats()
     _piece_cache_seen["at"] = time.monotonic() if now is None else now
     for key, result in (("hits", "hit"), ("misses", "miss"), ("busy", "busy")):
@@ -74,6 +85,12 @@ def publish_piece_cache(now: float | None = None) -> None:
         _piece_cache_seen[key] = stats[key]
     PIECE_CACHE_BYTES.set(stats["capacity_bytes"])
     PIECE_CACHE_ENTRIES.set(stats["entries"])
+    hot = native.hot_pieces_stats()
+    for key, result in (("hits", "hit"), ("misses", "miss")):
+        if (delta := hot[key] - _hot_seen[key]) > 0:
+            HOT_PIECES_EVENTS.labels(result).inc(delta)
+        _hot_seen[key] = hot[key]
+    HOT_PIECES_BYTES.set(hot["held_bytes"])
 
 
 _TOKEN_CHILDREN: dict[tuple[str, str], tuple[Any, Any]] = {}  # (tokenizer, operation) -> counters

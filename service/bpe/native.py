@@ -11,6 +11,12 @@ Behind every engine of the process can sit one piece cache (service/bpe/csrc/pie
 unless configured): the ids of pieces that needed merging, kept across calls from their second
 miss, bounded in bytes, keyed with a random seed, scan-resistant, safe for threads and cleared in
 a forked child. It never changes an id.
+
+In front of it, each engine keeps its hot pieces (service/bpe/csrc/hot_pieces.h, on by default):
+a small table, one per engine, of the ids of the short pieces it cuts most often, so that the
+pieces of text like what it has read are answered by one probe of a table that stays in the
+core's cache. Keyed with a random seed, scan-resistant, taken by one call at a time (a call that
+finds it taken runs without it), cleared in a forked child; it never changes an id either.
 """
 
 from __future__ import annotations
@@ -137,6 +143,24 @@ def configure_piece_cache(nbytes: int) -> None:
     keeps it and its contents. A new table is keyed with 16 bytes from os.urandom."""
     if _native is not None:
         _native.piece_cache(nbytes, os.urandom(16))
+
+
+HOT_PIECES_STATS = ("table_bytes", "tables", "held_bytes", "hits", "misses", "inserts")
+
+
+def configure_hot_pieces(nbytes: int) -> None:
+    """Each engine's table of hot pieces at most `nbytes` (0: off), made on the engine's next use
+    and keyed with 16 bytes from os.urandom."""
+    if _native is not None:
+        _native.hot_pieces(nbytes, os.urandom(16))
+
+
+def hot_pieces_stats() -> dict[str, int]:
+    """The size asked of each table, the tables and bytes held, and the hits, misses and
+    inserts of them all since the process started (or forked). Zero without the extension."""
+    if _native is None:
+        return dict.fromkeys(HOT_PIECES_STATS, 0)
+    return _native.hot_pieces_stats()
 
 
 def piece_cache_stats() -> dict[str, int]:

@@ -23,9 +23,13 @@ from tests.testdata import CORPUS_NAMES, corpus_text
 
 @pytest.fixture
 def no_cache() -> Iterator[None]:
+    """No piece cache yet, and no hot pieces in front of it (they would answer the short pieces
+    these tests send to the cache); the defaults again afterwards."""
     native.configure_piece_cache(0)
+    native.configure_hot_pieces(0)
     yield
     native.configure_piece_cache(0)
+    native.configure_hot_pieces(Settings().hot_piece_bytes)
 
 
 def words(seed: int, count: int) -> list[str]:

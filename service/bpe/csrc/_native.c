@@ -283,7 +283,7 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
         }
     }
     memo_t memo = {0};
-    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL};
+    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL, NULL};
     int memo_off = 0;
     PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
@@ -433,6 +433,7 @@ GUARDED(Engine_all_whole)
 GUARDED(Engine_rescanned)
 
 static void Engine_dealloc(EngineObject *self) {
+    hot_free(self->hot);
     if (self->owner) {
         Py_CLEAR(self->owner); /* the tables are the owner's */
     } else {
@@ -559,7 +560,51 @@ static PyObject *native_piece_cache_stats(PyObject *module, PyObject *unused) {
         (unsigned long long)atomic_load(&t->busy));
 }
 
+/* hot_pieces(nbytes, seed): every engine's table of hot pieces at most nbytes (0: off); seed, 16
+   bytes from the OS, keys the tables (each is keyed anew when next used). Tables of another size
+   are made anew on their next use. */
+static PyObject *native_hot_pieces(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_ssize_t nbytes;
+    Py_buffer seed;
+    if (!PyArg_ParseTuple(args, "ny*", &nbytes, &seed)) return NULL;
+    if (nbytes < 0 || seed.len != 16) {
+        PyBuffer_Release(&seed);
+        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0 and seed 16 bytes");
+        return NULL;
+    }
+    uint64_t key[2];
+    memcpy(key, seed.buf, sizeof key);
+    PyBuffer_Release(&seed);
+    atomic_store(&g_hot_seed[0], key[0]);
+    atomic_store(&g_hot_seed[1], key[1]);
+    atomic_store(&g_hot_bytes, (size_t)nbytes);
+    Py_RETURN_NONE;
+}
+
+/* hot_pieces_stats(): the tables held and what every engine's hot pieces have seen */
+static PyObject *native_hot_pieces_stats(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K}", "table_bytes",
+                         (Py_ssize_t)atomic_load(&g_hot_bytes),
+                         "tables", (unsigned long long)atomic_load(&g_hot_tables), "held_bytes",
+                         (unsigned long long)atomic_load(&g_hot_held), "hits",
+                         (unsigned long long)atomic_load(&g_hot_hits), "misses",
+                         (unsigned long long)atomic_load(&g_hot_misses), "inserts",
+                         (unsigned long long)atomic_load(&g_hot_inserts));
+}
+
+static void after_fork_child(void) {
+    pc_after_fork_child();
+    hot_after_fork_child();
+}
+
 static PyMethodDef module_methods[] = {
+    {"hot_pieces", native_hot_pieces, METH_VARARGS,
+     "hot_pieces(nbytes, seed): each engine's table of hot pieces at most nbytes (0: off)"},
+    {"hot_pieces_stats", native_hot_pieces_stats, METH_NOARGS,
+     "hot_pieces_stats() -> dict of the hot pieces' tables and counters"},
     {"piece_cache", native_piece_cache, METH_VARARGS,
      "piece_cache(nbytes, seed): the process's piece cache at most nbytes (0: none)"},
     {"piece_cache_stats", native_piece_cache_stats, METH_NOARGS,
@@ -577,7 +622,7 @@ static struct PyModuleDef native_module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&EngineType) < 0) return NULL;
-    if (pthread_atfork(NULL, NULL, pc_after_fork_child) != 0) {
+    if (pthread_atfork(NULL, NULL, after_fork_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
         return NULL;
     }

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include "backtrack.h"
+#include "hot_pieces.h"
 #include "merge.h"
 #include "piece_cache.h"
 #include "pretok.h"
@@ -32,6 +33,8 @@ typedef struct {
     uint32_t serial; /* this engine's part of a piece cache key: unique in the process, but
                         shared with the engines that share its tables (the same merges) */
     PyObject *owner; /* NULL, or the engine whose tables these are (kept alive, never freed here) */
+    hot_table *hot;            /* its hot pieces (hot_pieces.h; NULL until first used) */
+    _Atomic uint32_t hot_lock; /* held by the call using them */
 } EngineObject;
 
 static scan_fn scanner_fn(int scanner) {
@@ -134,6 +137,7 @@ typedef struct {
     pc_tally tally;
     sink_t scratch;
     bk_memo *pairs;
+    hot_table *hot;
 } pc_ctx;
 
 /* merge_parts, through the piece cache when the piece fits an entry */
@@ -170,7 +174,7 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
     return 0;
 }
 
-static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out, memo_t *m,
+static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out, memo_t *m,
                       int *memo_off, pc_ctx *c) {
     if (!e->pairs) {
         uint32_t whole = bt_lookup(&e->bt, s, n);
@@ -194,13 +198,49 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, sink_t 
     return 0;
 }
 
+static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t room, sink_t *out,
+                      memo_t *m, int *memo_off, pc_ctx *c) {
+    hot_table *ht = c->hot;
+    if (!ht || n > HOT_KEY) return merge_memo_cold(e, s, n, out, m, memo_off, c);
+    hot_key k = hot_key_of(s, n, room);
+    uint64_t h = hot_hash(ht, &k, n);
+    hot_entry *he = hot_find(ht, &k, n, h);
+    if (he && (he->has_ids || out->count_only)) {
+        he->freq += he->freq < 255;
+        ht->hits++;
+        if (out->count_only) { out->len += he->nids; return 0; }
+        if (out->len + he->nids > out->cap) {
+            for (uint32_t i = 0; i < he->nids; i++)
+                if (sink_put(out, he->ids[i])) return -1;
+            return 0;
+        }
+        memcpy(out->ids + out->len, he->ids, he->nids * sizeof *he->ids);
+        out->len += he->nids;
+        return 0;
+    }
+    ht->misses++;
+    size_t before = out->len;
+    int rc = merge_memo_cold(e, s, n, out, m, memo_off, c);
+    if (rc) return rc;
+    size_t nids = out->len - before;
+    if (he) { /* known by its count only: now its ids too */
+        if (nids <= HOT_IDS) {
+            memcpy(he->ids, out->ids + before, nids * sizeof *he->ids);
+            he->has_ids = 1;
+        }
+    } else {
+        hot_put(ht, &k, n, h, out->count_only ? NULL : out->ids + before, nids);
+    }
+    return 0;
+}
+
 /* one stretch cut by the word cut `w` (wordcut.h), each piece merged through the memo and the
    piece cache as encode_text merges a scanner's pieces */
 static int encode_words(const EngineObject *e, const wordcut_t *w, const uint8_t *s, size_t n,
                         sink_t *out, memo_t *memo, int *memo_off, pc_ctx *c) {
     for (size_t p = 0; p < n;) {
         size_t q = wc_next(w, s, n, p);
-        int rc = merge_memo(e, s + p, q - p, out, memo, memo_off, c);
+        int rc = merge_memo(e, s + p, q - p, n - p, out, memo, memo_off, c);
         if (rc) return rc;
         p = q;
     }
@@ -212,19 +252,22 @@ static int encode_words(const EngineObject *e, const wordcut_t *w, const uint8_t
 static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, size_t n,
                        sink_t *out, pc_table *pc, pc_tally *tally) {
     memo_t memo = {0};
-    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}, NULL};
+    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}, NULL, NULL};
     if (!scan) {
         int rc = merge_piece(e, s, n, out, &c.pairs);
         free(c.pairs);
         return rc;
     }
     int memo_off = 0, rc = 0;
+    EngineObject *me = (EngineObject *)e; /* its hot pieces change; its tables do not */
+    c.hot = hot_take(&me->hot, &me->hot_lock);
     for (size_t p = 0; p < n;) {
         size_t q = scan(s, n, p);
-        rc = merge_memo(e, s + p, q - p, out, &memo, &memo_off, &c);
+        rc = merge_memo(e, s + p, q - p, n - p, out, &memo, &memo_off, &c);
         if (rc) break;
         p = q;
     }
+    hot_give(c.hot, &me->hot_lock);
     free(memo.slots);
     free(c.scratch.ids);
     free(c.pairs);

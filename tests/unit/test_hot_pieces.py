@@ -1,0 +1,223 @@
+"""Each native engine's table of hot pieces (service/bpe/csrc/hot_pieces.h): it answers the pieces
+it has seen without changing an id (encode, count, batch, in any order), stays within its bytes,
+keeps the pieces read again through a flood of pieces seen once, runs one call at a time while
+other threads go without it, and starts empty in a forked child. Ids are compared with the same
+engine with hot pieces off."""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import string
+import threading
+from collections.abc import Iterator
+
+import pytest
+from litestar.testing import TestClient
+
+from service.api.app import create_app
+from service.bpe import native
+from service.runtime import engine_factory
+from service.settings import BUNDLED_STORE, Settings
+from service.store.registry import Registry, load_store
+from tests.testdata import CORPUS_NAMES, corpus_text
+
+DEFAULT = Settings().hot_piece_bytes
+
+
+@pytest.fixture
+def hot_off() -> Iterator[None]:
+    native.configure_piece_cache(0)
+    native.configure_hot_pieces(0)
+    yield
+    native.configure_hot_pieces(DEFAULT)
+
+
+def words(seed: int, count: int, letters: tuple[int, int] = (5, 9)) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(*letters))) for _ in range(count)
+    ]
+
+
+def stats() -> dict[str, int]:
+    return native.hot_pieces_stats()
+
+
+def native_refs(registry: Registry) -> list[str]:
+    return [
+        f"{t.name}@{t.version}"
+        for t in registry
+        if isinstance(t.tokenizer.engine, native.NativeEngine)
+    ]
+
+
+def test_the_default_is_on_and_small() -> None:
+    assert 0 < DEFAULT <= 1 << 20
+
+
+@pytest.mark.parametrize(
+    "name", ["gpt2", "cl100k_base", "o200k_base", "qwen3", "qwen3.6", "bard@1"]
+)
+def test_reads_in_any_order_give_the_ids_of_no_table(
+    registry: Registry, hot_off: None, name: str
+) -> None:
+    engine = registry.resolve(name).tokenizer.engine
+    texts = [corpus_text(c)[:20_000] for c in CORPUS_NAMES]
+    start = stats()
+    expected = [engine.encode_ordinary(t) for t in texts]
+    assert stats() == start  # off: no probe
+    native.configure_hot_pieces(DEFAULT)
+    # a count first keeps counts only; the encodes after it must still give every id
+    assert [engine.count_ordinary(t) for t in texts] == [len(ids) for ids in expected]
+    for _ in range(2):
+        assert [engine.encode_ordinary(t) for t in texts] == expected
+        assert engine.encode_batch(texts) == expected
+        assert engine.count_batch(texts) == [len(ids) for ids in expected]
+    s = {k: v - start[k] for k, v in stats().items()}
+    assert s["hits"] > s["misses"] > 0 and s["inserts"] > 0
+
+
+def test_every_shipped_native_engine_agrees_with_itself_without_the_table(
+    registry: Registry, hot_off: None
+) -> None:
+    text = "".join(corpus_text(c)[:4000] for c in CORPUS_NAMES)
+    refs = native_refs(registry)
+    assert len(refs) >= 10
+    for name in refs:
+        engine = registry.resolve(name).tokenizer.engine
+        native.configure_hot_pieces(0)
+        expected = engine.encode_ordinary(text)
+        native.configure_hot_pieces(DEFAULT)
+        assert [engine.encode_ordinary(text) for _ in range(2)] == [expected] * 2, name
+
+
+def test_a_table_stays_within_its_bytes(hot_off: None) -> None:
+    """A new engine's table is the largest power of two of 128-byte sets within the size asked,
+    made on its first use, and given back with the engine."""
+    engine = load_store(BUNDLED_STORE, engine_factory("auto"), only="cl100k_base")
+    encode = engine.resolve("cl100k_base").tokenizer.engine.encode_ordinary
+    native.configure_hot_pieces(64 * 1024 + 100)
+    before = stats()
+    text = " ".join(words(3, 20_000))
+    assert encode(text) == encode(text)
+    s = stats()
+    assert s["table_bytes"] == 64 * 1024 + 100
+    assert (s["tables"] - before["tables"], s["held_bytes"] - before["held_bytes"]) == (1, 65536)
+    del engine, encode
+    gc.collect()
+    assert stats()["held_bytes"] == before["held_bytes"]
+
+
+def test_a_flood_of_new_pieces_does_not_evict_the_ones_read_again(
+    registry: Registry, hot_off: None
+) -> None:
+    """Common pieces (a tenth of the table, each read again and again), then pieces seen once,
+    eight tables' worth, read between them: the common pieces are still answered by the table."""
+    engine = registry.resolve("cl100k_base").tokenizer.engine
+    nbytes = 64 * 1024
+    native.configure_hot_pieces(nbytes)
+    common = " ".join(" " + w for w in words(4, nbytes // 64 // 10, (9, 12)))
+
+    def hits_of(text: str) -> int:
+        before = stats()["hits"]
+        engine.encode_ordinary(text)
+        return stats()["hits"] - before
+
+    for _ in range(4):
+        hits_of(common)
+    before_flood = hits_of(common)
+    flood = words(5, nbytes // 64 * 8, (9, 12))
+    during = []
+    for i in range(0, len(flood), 200):
+        engine.encode_ordinary(" " + " ".join(flood[i : i + 200]))
+        during.append(hits_of(common))  # still read, as a service's common pieces are
+    assert min(during) >= 0.98 * before_flood > 0, (before_flood, during)
+
+
+def test_threads_get_the_same_ids(registry: Registry, hot_off: None) -> None:
+    """Texts over the size from which the GIL is released, by four threads at once on one engine:
+    one holds the table, the others run without it; every id is the same."""
+    engine = registry.resolve("o200k_base").tokenizer.engine
+    texts = [corpus_text(c)[i : i + 6000] for c in CORPUS_NAMES for i in (0, 6000)]
+    expected = [engine.encode_ordinary(t) for t in texts]
+    native.configure_hot_pieces(8192)  # small: evictions race with the other threads' reads
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        order = list(range(len(texts)))
+        random.Random(seed).shuffle(order)
+        for _ in range(5):
+            for i in order:
+                if engine.encode_ordinary(texts[i]) != expected[i]:
+                    failures.append(f"text {i}")
+                if engine.count_ordinary(texts[i]) != len(expected[i]):
+                    failures.append(f"count {i}")
+            if engine.encode_batch(texts) != expected:
+                failures.append("batch")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert stats()["hits"] > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_starts_with_an_empty_table(registry: Registry, hot_off: None) -> None:
+    engine = registry.resolve("cl100k_base").tokenizer.engine
+    text = " ".join(words(6, 400))
+    expected = engine.encode_ordinary(text)
+    native.configure_hot_pieces(DEFAULT)
+    engine.encode_ordinary(text)
+    assert stats()["hits"] > 0
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave at once
+        try:
+            s0 = stats()
+            first = engine.encode_ordinary(text)
+            s1 = stats()
+            second = engine.encode_ordinary(text)
+            s2 = stats()
+            ok = (s0["hits"] == s0["misses"] == 0 and s1["misses"] > 0 and s2["hits"] > s1["hits"]
+                  and first == second == expected)  # fmt: skip
+            os.write(write, b"ok" if ok else repr((s0, s1, s2)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read()
+    os.waitpid(pid, 0)
+    assert said == b"ok", said
+
+
+def test_off_means_no_probe(registry: Registry, hot_off: None) -> None:
+    start = stats()
+    registry.resolve("gpt2").tokenizer.engine.encode_ordinary(" ".join(words(7, 100)))
+    assert stats() == start and start["table_bytes"] == 0
+
+
+def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -> None:
+    def sample(text: str, name: str) -> float:
+        lines = [x for x in text.splitlines() if x.startswith(name)]
+        return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+
+    native.configure_hot_pieces(DEFAULT)
+    body = {"text": " ".join(words(8, 200))}
+    with TestClient(create_app(Settings(text_cache_bytes=0), registry)) as client:
+        before = client.get("/metrics").text
+        for _ in range(2):
+            assert client.post("/v1/tokenizers/cl100k_base/count", json=body).status_code == 200
+        after = client.get("/metrics").text
+    hit, miss = (
+        'toksvc_hot_pieces_lookups_total{result="hit"}',
+        'toksvc_hot_pieces_lookups_total{result="miss"}',
+    )
+    # the second request's 200 pieces: most are hits (a piece whose set is full waits)
+    assert sample(after, hit) - sample(before, hit) >= 150
+    assert sample(after, miss) - sample(before, miss) > 0
+    assert sample(after, "toksvc_hot_pieces_bytes") == stats()["held_bytes"] > 0
