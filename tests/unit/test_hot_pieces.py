@@ -12,6 +12,7 @@ import random
 import string
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from litestar.testing import TestClient
@@ -22,6 +23,8 @@ from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
 from service.store.registry import Registry, load_store
 from tests.testdata import CORPUS_NAMES, corpus_text
+from tests.unit.test_hf_pipeline import served
+from tests.unit.test_wordcut import M, crossing
 
 DEFAULT = Settings().hot_piece_bytes
 
@@ -221,3 +224,22 @@ def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -
     assert sample(after, hit) - sample(before, hit) >= 150
     assert sample(after, miss) - sample(before, miss) > 0
     assert sample(after, "toksvc_hot_pieces_bytes") == stats()["held_bytes"] > 0
+
+
+def test_the_word_cut_path_gives_the_reference_ids(tmp_path: Path, hot_off: None) -> None:
+    """The native word cut of a SentencePiece-shaped pipeline (Gemma 3's) with no table, a table
+    of two sets (pieces kept, evicted and answered in turn) and the default one: the
+    reference's ids."""
+    tok = crossing()
+    (_, ours), *_ = served(tmp_path, tok)
+    words = ours._words
+    assert words is not None
+    rng = random.Random(11)
+    parts = ["a", "b", "cde", " ", "  ", "</", ">", "é", "中"]
+    texts = ["".join(rng.choices(parts, k=rng.randint(0, 60))) for _ in range(300)]
+    want = [tok.encode(t, add_special_tokens=False).ids for t in texts]
+    for size in (0, 256, DEFAULT):
+        native.configure_hot_pieces(size)
+        before = stats()["hits"]
+        assert [words([t.replace(" ", M)]) for t in texts] == want, size
+        assert (stats()["hits"] > before) == (size > 0)

@@ -286,10 +286,12 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
     pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL, NULL};
     int memo_off = 0;
     PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
+    c.hot = hot_take(&self->hot, &self->hot_lock);
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
         rc = ptrs[i] ? encode_words(self, &w, (const uint8_t *)ptrs[i], lens[i], &out, &memo,
                                     &memo_off, &c)
                      : sink_put(&out, (uint32_t)lens[i]);
+    hot_give(c.hot, &self->hot_lock);
     pc_release(c.t, &c.tally);
     if (state) PyEval_RestoreThread(state);
     free(memo.slots);
