@@ -204,6 +204,12 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
     if (!ht || n > HOT_KEY) return merge_memo_cold(e, s, n, out, m, memo_off, c);
     hot_key k = hot_key_of(s, n, room);
     uint64_t h = hot_hash(ht, &k, n);
+    hot_small *sm = n <= 8 ? hot_small_find(ht, k.w[0], n, h) : NULL;
+    if (sm) {
+        sm->freq += sm->freq < 255;
+        ht->hits++;
+        return sink_put(out, sm->id);
+    }
     hot_entry *he = hot_find(ht, &k, n, h);
     if (he && (he->has_ids || out->count_only)) {
         he->freq += he->freq < 255;
@@ -228,6 +234,8 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
             memcpy(he->ids, out->ids + before, nids * sizeof *he->ids);
             he->has_ids = 1;
         }
+    } else if (n <= 8 && nids == 1 && !out->count_only) {
+        hot_small_put(ht, k.w[0], n, h, out->ids[before]);
     } else {
         hot_put(ht, &k, n, h, out->count_only ? NULL : out->ids + before, nids);
     }

@@ -2,14 +2,18 @@
    small table of its own, probed before every other path (the vocabulary's table, the call's
    memo, the merges). Included by engine.h only.
 
-Layout: sets of two 64-byte entries (a piece of up to HOT_KEY bytes as three zero-padded words,
-its length, up to HOT_IDS ids, a use count); a piece maps to one set by a hash keyed with a
-random seed of the process, so nobody outside can aim pieces at one set. A hit compares every
-byte and never gives another piece's ids. The table is small (256 KiB by default) so that it stays
-in the core's cache: a hit is one probe of one line where the vocabulary's table is megabytes.
+Layout: two kinds of sets in one block. A piece of at most 8 bytes that is one token (most of
+them: 85% of the pieces of English prose or code) goes to a set of four 16-byte entries, one line
+(its bytes as a zero-padded word, its length, its id, a use count); any other piece of up to
+HOT_KEY bytes goes to a set of two 64-byte entries (its bytes as three zero-padded words, its
+length, up to HOT_IDS ids, a use count). A piece maps to its sets by a hash keyed with a random
+seed of the process, so nobody outside can aim pieces at one set. A hit compares every byte and
+never gives another piece's ids. The table is small (256 KiB by default: 8,192 small entries and
+2,048 large) so that it stays in the core's cache: a hit is one probe of one line where the
+vocabulary's table is megabytes.
 
-Admission survives scans: a miss takes an empty way or a way whose count is 0; when both ways of
-its set are in use it only lowers their counts by one and waits. A hit raises its way's count
+Admission survives scans: a miss takes an empty way or a way whose count is 0; when every way of
+its set is in use it only lowers their counts by one and waits. A hit raises its way's count
 (to 255), so a piece read more often than its set sees new pieces stays, and a flood of pieces
 seen once only wears the counts down (each costs a probe, never an eviction of a hot piece that
 is still being read).
@@ -64,8 +68,17 @@ static inline hot_key hot_key_of(const uint8_t *s, size_t n, size_t room) {
     return k;
 }
 
+/* a piece of at most 8 bytes that is one token: four to a line */
 typedef struct {
-    hot_entry *e; /* mask + 1 sets of two entries */
+    uint64_t key;          /* its bytes, zero-padded */
+    uint32_t id;
+    uint8_t len, freq, pad[2]; /* len 0: empty */
+} hot_small;
+_Static_assert(sizeof(hot_small) == 16, "four to a line");
+
+typedef struct {
+    hot_entry *e;   /* mask + 1 sets of two entries, then */
+    hot_small *sm;  /* 2 (mask + 1) sets of four small entries, in the same block */
     size_t mask, nbytes;
     uint32_t gen; /* the fork generation its entries and seed belong to */
     uint64_t seed[2];
@@ -77,11 +90,14 @@ static _Atomic size_t g_hot_bytes;
 static _Atomic uint64_t g_hot_seed[2];
 static _Atomic uint64_t g_hot_hits, g_hot_misses, g_hot_inserts, g_hot_tables, g_hot_held;
 
+/* the bytes a set of two entries takes with the two sets of small ones that go with it */
+#define HOT_SET_BYTES (2 * sizeof(hot_entry) + 2 * 4 * sizeof(hot_small))
+
 /* the bytes of a table of at most nbytes: a power of two of sets, at least one */
 static size_t hot_new_size(size_t nbytes) {
     size_t sets = 1;
-    while ((sets * 2) * 2 * sizeof(hot_entry) <= nbytes) sets *= 2;
-    return sets * 2 * sizeof(hot_entry);
+    while ((sets * 2) * HOT_SET_BYTES <= nbytes) sets *= 2;
+    return sets * HOT_SET_BYTES;
 }
 
 /* a table of at most nbytes (at least one set), to be cleared before use; NULL without memory */
@@ -91,7 +107,8 @@ static hot_table *hot_new(size_t nbytes) {
     t->nbytes = hot_new_size(nbytes);
     t->e = aligned_alloc(128, t->nbytes);
     if (!t->e) { free(t); return NULL; }
-    t->mask = t->nbytes / (2 * sizeof(hot_entry)) - 1;
+    t->mask = t->nbytes / HOT_SET_BYTES - 1;
+    t->sm = (hot_small *)(t->e + 2 * (t->mask + 1));
     t->gen = 0; /* cleared and keyed on first use */
     atomic_fetch_add(&g_hot_tables, 1);
     atomic_fetch_add(&g_hot_held, t->nbytes);
@@ -123,6 +140,27 @@ static inline hot_entry *hot_find(hot_table *t, const hot_key *k, size_t n, uint
     if (hot_same(&set[0], k, n)) return &set[0];
     if (hot_same(&set[1], k, n)) return &set[1];
     return NULL;
+}
+
+/* the small entry of the one-token piece of n <= 8 bytes `key` (hash h), or NULL */
+static inline hot_small *hot_small_find(hot_table *t, uint64_t key, size_t n, uint64_t h) {
+    hot_small *set = &t->sm[4 * ((h >> 40) & (2 * t->mask + 1))];
+    for (int w = 0; w < 4; w++)
+        if (set[w].key == key && set[w].len == n) return &set[w];
+    return NULL;
+}
+
+/* keep the one-token piece of n <= 8 bytes `key` (as hot_put keeps the others) */
+static inline void hot_small_put(hot_table *t, uint64_t key, size_t n, uint64_t h, uint32_t id) {
+    hot_small *set = &t->sm[4 * ((h >> 40) & (2 * t->mask + 1))], *e = &set[0];
+    for (int w = 1; w < 4; w++)
+        if (set[w].freq < e->freq || (!set[w].len && e->len)) e = &set[w];
+    if (e->len && e->freq) {
+        for (int w = 0; w < 4; w++) set[w].freq -= set[w].freq > 0;
+        return;
+    }
+    *e = (hot_small){key, id, (uint8_t)n, 1, {0, 0}};
+    t->inserts++;
 }
 
 /* keep the piece with key k, n bytes, and its nids ids (ids NULL: its count only) */
