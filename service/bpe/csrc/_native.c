@@ -287,10 +287,12 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
     int memo_off = 0;
     PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
     c.hot = hot_take(&self->hot, &self->hot_lock);
+    if (c.hot) c.pairs = c.hot->pairs; /* the pairs answered by earlier calls too */
     for (Py_ssize_t i = 0; i < m && rc == 0; i++)
         rc = ptrs[i] ? encode_words(self, &w, (const uint8_t *)ptrs[i], lens[i], &out, &memo,
                                     &memo_off, &c)
                      : sink_put(&out, (uint32_t)lens[i]);
+    if (c.hot && c.pairs == c.hot->pairs) c.pairs = NULL; /* the table's, not the call's */
     hot_give(c.hot, &self->hot_lock);
     pc_release(c.t, &c.tally);
     if (state) PyEval_RestoreThread(state);

@@ -269,12 +269,14 @@ static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, si
     int memo_off = 0, rc = 0;
     EngineObject *me = (EngineObject *)e; /* its hot pieces change; its tables do not */
     c.hot = hot_take(&me->hot, &me->hot_lock);
+    if (c.hot) c.pairs = c.hot->pairs; /* the pairs answered by earlier calls too */
     for (size_t p = 0; p < n;) {
         size_t q = scan(s, n, p);
         rc = merge_memo(e, s + p, q - p, n - p, out, &memo, &memo_off, &c);
         if (rc) break;
         p = q;
     }
+    if (c.hot && c.pairs == c.hot->pairs) c.pairs = NULL; /* the table's, not the call's */
     hot_give(c.hot, &me->hot_lock);
     free(memo.slots);
     free(c.scratch.ids);

@@ -18,6 +18,9 @@ its set is in use it only lowers their counts by one and waits. A hit raises its
 seen once only wears the counts down (each costs a probe, never an eviction of a hot piece that
 is still being read).
 
+Beside it the table keeps the backtracking encoder's answers for pairs of tokens (a bk_memo of
+backtrack.h, 64 KiB), so a call does not make and clear its own and the answers outlive it.
+
 Threads: a call takes its engine's table with a try-lock (one compare-and-swap per call, none per
 piece); a call that finds it taken runs without it. Fork: the lock word holds a value of the
 process's generation (piece_cache.h's), so a table a thread of the parent held reads as free in
@@ -28,6 +31,7 @@ the child, where a table of an older generation is cleared and keyed anew before
 #include <stdlib.h>
 #include <string.h>
 
+#include "backtrack.h"
 #include "merge.h"
 #include "piece_cache.h"
 
@@ -79,6 +83,7 @@ _Static_assert(sizeof(hot_small) == 16, "four to a line");
 typedef struct {
     hot_entry *e;   /* mask + 1 sets of two entries, then */
     hot_small *sm;  /* 2 (mask + 1) sets of four small entries, in the same block */
+    bk_memo *pairs; /* the backtracking encoder's answers for pairs of tokens (backtrack.h) */
     size_t mask, nbytes;
     uint32_t gen; /* the fork generation its entries and seed belong to */
     uint64_t seed[2];
@@ -107,18 +112,21 @@ static hot_table *hot_new(size_t nbytes) {
     t->nbytes = hot_new_size(nbytes);
     t->e = aligned_alloc(128, t->nbytes);
     if (!t->e) { free(t); return NULL; }
+    t->pairs = malloc(sizeof *t->pairs);
+    if (!t->pairs) { free(t->e); free(t); return NULL; }
     t->mask = t->nbytes / HOT_SET_BYTES - 1;
     t->sm = (hot_small *)(t->e + 2 * (t->mask + 1));
     t->gen = 0; /* cleared and keyed on first use */
     atomic_fetch_add(&g_hot_tables, 1);
-    atomic_fetch_add(&g_hot_held, t->nbytes);
+    atomic_fetch_add(&g_hot_held, t->nbytes + sizeof *t->pairs);
     return t;
 }
 
 static void hot_free(hot_table *t) {
     if (!t) return;
     atomic_fetch_sub(&g_hot_tables, 1);
-    atomic_fetch_sub(&g_hot_held, t->nbytes);
+    atomic_fetch_sub(&g_hot_held, t->nbytes + sizeof *t->pairs);
+    free(t->pairs);
     free(t->e);
     free(t);
 }
@@ -201,6 +209,7 @@ static hot_table *hot_take(hot_table **slot, _Atomic uint32_t *lock) {
     }
     if (t->gen != g_pc_gen) {
         memset(t->e, 0, t->nbytes);
+        memset(t->pairs->slot, 0xFF, sizeof t->pairs->slot);
         t->seed[0] = atomic_load_explicit(&g_hot_seed[0], memory_order_relaxed);
         t->seed[1] = atomic_load_explicit(&g_hot_seed[1], memory_order_relaxed);
         t->gen = g_pc_gen;
