@@ -256,3 +256,23 @@ def test_the_word_cut_path_gives_the_reference_ids(tmp_path: Path, hot_off: None
         before = stats()["hits"]
         assert [words([t.replace(" ", M)]) for t in texts] == want, size
         assert (stats()["hits"] > before) == (size > 0)
+
+
+def test_a_count_keeps_as_many_pieces_as_an_encode(registry: Registry, hot_off: None) -> None:
+    """Counting knows the id of a piece that is one token, so it keeps it in the small entries as
+    encoding does: a second count of a text hits about as often as a second encode."""
+
+    def second_read_hit_rate(read: str) -> float:
+        engine = load_store(BUNDLED_STORE, engine_factory("auto"), only="cl100k_base")
+        call = getattr(engine.resolve("cl100k_base").tokenizer.engine, read)
+        text = "".join(corpus_text(c)[:60_000] for c in CORPUS_NAMES)
+        call(text)
+        before = stats()
+        call(text)
+        after = stats()
+        hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
+        return hits / (hits + misses)
+
+    native.configure_hot_pieces(DEFAULT)
+    encode, count = second_read_hit_rate("encode_ordinary"), second_read_hit_rate("count_ordinary")
+    assert count >= encode - 0.01 and encode > 0.8, (count, encode)

@@ -174,14 +174,16 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
     return 0;
 }
 
-static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out, memo_t *m,
-                      int *memo_off, pc_ctx *c) {
-    if (!e->pairs) {
-        uint32_t whole = bt_lookup(&e->bt, s, n);
-        if (whole != NO_RANK) return sink_put(out, whole);
-    } else if (n == 1) {
-        return sink_put(out, e->pt.byte_ids[s[0]]);
-    }
+/* the id of a piece that is one token as it stands (ranks: its bytes are a token; pairs: one
+   byte), else NO_RANK */
+static inline uint32_t whole_id(const EngineObject *e, const uint8_t *s, size_t n) {
+    if (!e->pairs) return bt_lookup(&e->bt, s, n);
+    return n == 1 ? e->pt.byte_ids[s[0]] : NO_RANK;
+}
+
+/* a piece that is no token as it stands: through the call's memo, the piece cache, the merges */
+static int merge_memo_rest(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                           memo_t *m, int *memo_off, pc_ctx *c) {
     if (n > MEMO_MAX_PIECE || *memo_off) return merge_cached(e, s, n, out, c); /* whole: tried */
     uint32_t h = hash_bytes(s, n);
     if (m->slots) {
@@ -196,6 +198,12 @@ static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, si
     *sl = (memo_slot){s, (uint32_t)n, h, (uint32_t)before, (uint32_t)(out->len - before)};
     m->used++;
     return 0;
+}
+
+static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, sink_t *out,
+                           memo_t *m, int *memo_off, pc_ctx *c) {
+    uint32_t whole = whole_id(e, s, n);
+    return whole != NO_RANK ? sink_put(out, whole) : merge_memo_rest(e, s, n, out, m, memo_off, c);
 }
 
 static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t room, sink_t *out,
@@ -225,19 +233,22 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
         return 0;
     }
     ht->misses++;
+    uint32_t whole = whole_id(e, s, n);
     size_t before = out->len;
-    int rc = merge_memo_cold(e, s, n, out, m, memo_off, c);
+    int rc = whole != NO_RANK ? sink_put(out, whole) : merge_memo_rest(e, s, n, out, m, memo_off, c);
     if (rc) return rc;
     size_t nids = out->len - before;
+    /* the ids, known when encoding or when the piece is one token; a count knows only how many */
+    const uint32_t *ids = whole != NO_RANK ? &whole : out->count_only ? NULL : out->ids + before;
     if (he) { /* known by its count only: now its ids too */
-        if (nids <= HOT_IDS) {
-            memcpy(he->ids, out->ids + before, nids * sizeof *he->ids);
+        if (ids && nids <= HOT_IDS) {
+            memcpy(he->ids, ids, nids * sizeof *he->ids);
             he->has_ids = 1;
         }
-    } else if (n <= 8 && nids == 1 && !out->count_only) {
-        hot_small_put(ht, k.w[0], n, h, out->ids[before]);
+    } else if (n <= 8 && nids == 1 && ids) {
+        hot_small_put(ht, k.w[0], n, h, ids[0]);
     } else {
-        hot_put(ht, &k, n, h, out->count_only ? NULL : out->ids + before, nids);
+        hot_put(ht, &k, n, h, ids, nids);
     }
     return 0;
 }
