@@ -283,7 +283,7 @@ static PyObject *Engine_encode_words(EngineObject *self, PyObject *args) {
         }
     }
     memo_t memo = {0};
-    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL, NULL};
+    pc_ctx c = {pc_acquire(), {0, 0, 0, 0, 0}, {0}, NULL, NULL, 0};
     int memo_off = 0;
     PyThreadState *state = total >= GIL_THRESHOLD ? PyEval_SaveThread() : NULL;
     c.hot = hot_take(&self->hot, &self->hot_lock);

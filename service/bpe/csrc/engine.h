@@ -92,6 +92,9 @@ typedef struct {
 } memo_t;
 
 #define MEMO_MAX_PIECE 64
+#ifndef HOT_TRIAL
+#define HOT_TRIAL 4096 /* probes of the hot pieces a call makes before it judges them */
+#endif
 #ifndef MEMO_MAX_SLOTS
 #define MEMO_MAX_SLOTS (1u << 16) /* 1.5 MB: a larger memo missed the cache on text that never repeats */
 #endif
@@ -138,6 +141,7 @@ typedef struct {
     sink_t scratch;
     bk_memo *pairs;
     hot_table *hot;
+    int hot_idle; /* the hot pieces missed so often in this call that it goes on without them */
 } pc_ctx;
 
 /* merge_parts, through the piece cache when the piece fits an entry */
@@ -209,7 +213,7 @@ static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, si
 static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t room, sink_t *out,
                       memo_t *m, int *memo_off, pc_ctx *c) {
     hot_table *ht = c->hot;
-    if (!ht || n > HOT_KEY) return merge_memo_cold(e, s, n, out, m, memo_off, c);
+    if (!ht || c->hot_idle || n > HOT_KEY) return merge_memo_cold(e, s, n, out, m, memo_off, c);
     hot_key k = hot_key_of(s, n, room);
     uint64_t h = hot_hash(ht, &k, n);
     hot_small *sm = n <= 8 ? hot_small_find(ht, k.w[0], n, h) : NULL;
@@ -232,7 +236,10 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
         out->len += he->nids;
         return 0;
     }
-    ht->misses++;
+    /* text that is new piece after piece (random ids, base64) would pay for the probes and
+       inserts and never hit: a call whose first HOT_TRIAL probes hit less than one in five goes on
+       without the table */
+    if (++ht->misses + ht->hits == HOT_TRIAL && ht->hits * 5 < HOT_TRIAL) c->hot_idle = 1;
     uint32_t whole = whole_id(e, s, n);
     size_t before = out->len;
     int rc = whole != NO_RANK ? sink_put(out, whole) : merge_memo_rest(e, s, n, out, m, memo_off, c);
@@ -271,7 +278,7 @@ static int encode_words(const EngineObject *e, const wordcut_t *w, const uint8_t
 static int encode_text(const EngineObject *e, scan_fn scan, const uint8_t *s, size_t n,
                        sink_t *out, pc_table *pc, pc_tally *tally) {
     memo_t memo = {0};
-    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}, NULL, NULL};
+    pc_ctx c = {pc, {0, 0, 0, 0, 0}, {0}, NULL, NULL, 0};
     if (!scan) {
         int rc = merge_piece(e, s, n, out, &c.pairs);
         free(c.pairs);
