@@ -292,7 +292,7 @@ def test_a_call_of_new_pieces_stops_probing(registry: Registry, hot_off: None) -
     assert engine.encode_ordinary(noise) == want[0]
     mid = stats()
     probes = (mid["hits"] - before["hits"]) + (mid["misses"] - before["misses"])
-    assert probes == 4096, probes
+    assert 4096 <= probes <= 4200, probes
     assert len(want[0]) > 10 * probes  # the text has far more pieces than that
     assert engine.encode_ordinary(prose) == want[1]
     assert stats()["hits"] - mid["hits"] > len(want[1]) // 2

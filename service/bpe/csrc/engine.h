@@ -141,7 +141,8 @@ typedef struct {
     sink_t scratch;
     bk_memo *pairs;
     hot_table *hot;
-    int hot_idle; /* the hot pieces missed so often in this call that it goes on without them */
+    int hot_idle; /* 1: the hot pieces missed so often in this call that it goes on without them;
+                     2: they hit often enough (judged once, after HOT_TRIAL probes) */
 } pc_ctx;
 
 /* merge_parts, through the piece cache when the piece fits an entry */
@@ -213,7 +214,8 @@ static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, si
 static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t room, sink_t *out,
                       memo_t *m, int *memo_off, pc_ctx *c) {
     hot_table *ht = c->hot;
-    if (!ht || c->hot_idle || n > HOT_KEY) return merge_memo_cold(e, s, n, out, m, memo_off, c);
+    if (!ht || c->hot_idle == 1 || n > HOT_KEY)
+        return merge_memo_cold(e, s, n, out, m, memo_off, c);
     hot_key k = hot_key_of(s, n, room);
     uint64_t h = hot_hash(ht, &k, n);
     hot_small *sm = n <= 8 ? hot_small_find(ht, k.w[0], n, h) : NULL;
@@ -239,7 +241,8 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
     /* text that is new piece after piece (random ids, base64) would pay for the probes and
        inserts and never hit: a call whose first HOT_TRIAL probes hit less than one in five goes on
        without the table */
-    if (++ht->misses + ht->hits == HOT_TRIAL && ht->hits * 5 < HOT_TRIAL) c->hot_idle = 1;
+    if (++ht->misses + ht->hits >= HOT_TRIAL && !c->hot_idle)
+        c->hot_idle = ht->hits * 5 < ht->hits + ht->misses ? 1 : 2;
     uint32_t whole = whole_id(e, s, n);
     size_t before = out->len;
     int rc = whole != NO_RANK ? sink_put(out, whole) : merge_memo_rest(e, s, n, out, m, memo_off, c);

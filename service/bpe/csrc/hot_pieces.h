@@ -24,7 +24,8 @@ backtrack.h, 64 KiB), so a call does not make and clear its own and the answers 
 Threads: a call takes its engine's table with a try-lock (one compare-and-swap per call, none per
 piece); a call that finds it taken runs without it. Fork: the lock word holds a value of the
 process's generation (piece_cache.h's), so a table a thread of the parent held reads as free in
-the child, where a table of an older generation is cleared and keyed anew before use. */
+the child, which takes a new seed from the OS; a table of an older generation is cleared and
+keyed with it before use. */
 #pragma once
 #include <stdatomic.h>
 #include <stdint.h>
@@ -226,8 +227,13 @@ static void hot_give(hot_table *t, _Atomic uint32_t *lock) {
     atomic_store_explicit(lock, 0, memory_order_release);
 }
 
-/* in a forked child (one thread): counters from zero; tables are cleared on their next use */
+/* in a forked child (one thread): a new seed, counters from zero; tables are cleared and keyed
+   with the new seed on their next use */
 static void hot_after_fork_child(void) {
+    uint64_t seed[2] = {atomic_load(&g_hot_seed[0]), atomic_load(&g_hot_seed[1])};
+    pc_seed_from_os(seed);
+    atomic_store(&g_hot_seed[0], seed[0]);
+    atomic_store(&g_hot_seed[1], seed[1]);
     atomic_store(&g_hot_hits, 0);
     atomic_store(&g_hot_misses, 0);
     atomic_store(&g_hot_inserts, 0);

@@ -332,24 +332,28 @@ static void pc_swap(pc_table *t) {
     pc_free(old);
 }
 
-static void pc_reseed_from_os(pc_table *t) {
-    uint64_t seed[2] = {0, 0};
+/* a new seed from the OS (in a forked child); without OS randomness, `seed` mixed with what
+   differs between children (weaker, never fails) */
+static void pc_seed_from_os(uint64_t seed[2]) {
+    uint64_t fresh[2] = {0, 0};
     int ok = 0;
 #if defined(__linux__)
-    ok = getrandom(seed, sizeof seed, GRND_NONBLOCK) == (ssize_t)sizeof seed;
+    ok = getrandom(fresh, sizeof fresh, GRND_NONBLOCK) == (ssize_t)sizeof fresh;
 #elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
-    arc4random_buf(seed, sizeof seed);
+    arc4random_buf(fresh, sizeof fresh);
     ok = 1;
 #endif
-    if (!ok) { /* no OS randomness: mix what differs between children (weaker, never fails) */
+    if (!ok) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        seed[0] = t->seed[0] ^ pc_fold((uint64_t)getpid(), (uint64_t)now.tv_nsec | 1);
-        seed[1] = t->seed[1] ^ pc_fold((uint64_t)now.tv_sec, (uint64_t)(uintptr_t)&now | 1);
+        fresh[0] = seed[0] ^ pc_fold((uint64_t)getpid(), (uint64_t)now.tv_nsec | 1);
+        fresh[1] = seed[1] ^ pc_fold((uint64_t)now.tv_sec, (uint64_t)(uintptr_t)&now | 1);
     }
-    t->seed[0] = seed[0];
-    t->seed[1] = seed[1];
+    seed[0] = fresh[0];
+    seed[1] = fresh[1];
 }
+
+static void pc_reseed_from_os(pc_table *t) { pc_seed_from_os(t->seed); }
 
 /* in the child of a fork (one thread): a new generation (older buckets read as empty, lock words
    of the parent read as free), a new seed, and no call holds the table */
