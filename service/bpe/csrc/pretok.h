@@ -9,6 +9,7 @@ starts a piece and the scanners never return p. The comments name the alternativ
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ascii_runs.h"
 #include "unicode_tables.h"
 
 static inline uint32_t utf8_at(const uint8_t *s, size_t i, size_t *len) {
@@ -35,12 +36,11 @@ static inline unsigned flags_at(const uint8_t *s, size_t n, size_t i) {
 #define UC_LNS (UC_L | UC_N | UC_S)
 static inline int is_other(unsigned f) { return (f & UC_LNS) == 0; }
 
-/* end of the run of characters with any of `mask` from i */
+/* end of the run of characters with any of `mask` from i (ASCII stretches by ascii_run) */
 static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask) {
     size_t l;
-    while (i < n) {
-        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
-        if (!(f & mask)) break;
+    while ((i = ascii_run(s, n, i, mask)) < n && s[i] >= 0x80) {
+        if (!(uc_flags(utf8_at(s, i, &l)) & mask)) break;
         i += l;
     }
     return i;
@@ -48,9 +48,8 @@ static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask
 
 static inline size_t run_other(const uint8_t *s, size_t n, size_t i) {
     size_t l;
-    while (i < n) {
-        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
-        if (f & UC_LNS) break;
+    while ((i = ascii_run(s, n, i, AR_OTHER)) < n && s[i] >= 0x80) {
+        if (uc_flags(utf8_at(s, i, &l)) & UC_LNS) break;
         i += l;
     }
     return i;
@@ -62,10 +61,8 @@ static inline size_t run_space(const uint8_t *s, size_t n, size_t p, size_t *las
     size_t i = p, l;
     *last = p;
     *last_nl = SIZE_MAX;
-    while (i < n) {
-        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
-        if (!(f & UC_S)) break;
-        if (s[i] == '\r' || s[i] == '\n') *last_nl = i;
+    while ((i = ascii_space_run(s, n, i, last, last_nl)) < n && s[i] >= 0x80) {
+        if (!(uc_flags(utf8_at(s, i, &l)) & UC_S)) break;
         *last = i;
         i += l;
     }
@@ -173,10 +170,12 @@ static inline unsigned flags_but(const uint8_t *s, size_t n, size_t i, unsigned 
     return (f & but) ? 0 : f;
 }
 
-/* end of the run of characters with any of `mask` and none of `but` from i */
+/* end of the run of characters with any of `mask` and none of `but` from i (`but` is \p{Han} or
+   nothing: no ASCII byte has it) */
 static inline size_t run_but(const uint8_t *s, size_t n, size_t i, unsigned mask, unsigned but) {
     size_t l;
-    while (i < n && (flags_but(s, n, i, but) & mask)) {
+    while ((i = ascii_run(s, n, i, mask)) < n && s[i] >= 0x80) {
+        if (!(flags_but(s, n, i, but) & mask)) break;
         utf8_at(s, i, &l);
         i += l;
     }

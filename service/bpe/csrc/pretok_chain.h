@@ -44,11 +44,16 @@ static inline unsigned ds_at(const uint8_t *s, size_t n, size_t i, int cjk, size
     return ((f & UC_N) || ds_cjk(c) != cjk) ? DS_END : f;
 }
 
-/* end of the run of characters with any of `mask` from i, inside the segment */
+/* end of the run of characters with any of `mask` from i, inside the segment (an ASCII byte is
+   in a segment of the other kind, and `mask` never holds \p{N}) */
 static inline size_t ds_run(const uint8_t *s, size_t n, size_t i, int cjk, unsigned mask) {
     size_t l;
     unsigned f;
-    while (!((f = ds_at(s, n, i, cjk, &l)) & DS_END) && (f & mask)) i += l;
+    if (!cjk) i = ascii_run(s, n, i, mask);
+    while (!((f = ds_at(s, n, i, cjk, &l)) & DS_END) && (f & mask)) {
+        i += l;
+        if (!cjk) i = ascii_run(s, n, i, mask);
+    }
     return i;
 }
 
