@@ -20,7 +20,7 @@ from tests.property.test_chains import python_pieces
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine is not built")
 
 # the scanners of one pattern, and DeepSeek's chain (against the Python steps)
-SCANNERS = sorted(s for s in native.SCANNERS if s in PATTERNS) + ["deepseek"]
+SCANNERS = [*sorted(s for s in native.SCANNERS if s in PATTERNS), "deepseek"]
 ASCII = [chr(b) for b in range(128)]
 # per class: its ASCII characters, and characters of it assigned by Unicode 14 (where `regex`
 # and the scanners' tables agree) of two, three and four bytes in UTF-8
@@ -47,7 +47,7 @@ def run_of(kind: str) -> st.SearchStrategy[str]:
 
 runs = st.one_of([run_of(kind) for kind in CLASSES])
 texts = st.lists(
-    st.one_of(runs, runs, st.sampled_from(ASCII + ["\r\n", "'s", " '", "'LL", "é", "中"])),
+    st.one_of(runs, runs, st.sampled_from([*ASCII, "\r\n", "'s", " '", "'LL", "é", "中"])),
     max_size=8,
 ).map("".join)
 
