@@ -36,11 +36,16 @@ static inline unsigned flags_at(const uint8_t *s, size_t n, size_t i) {
 #define UC_LNS (UC_L | UC_N | UC_S)
 static inline int is_other(unsigned f) { return (f & UC_LNS) == 0; }
 
-/* end of the run of characters with any of `mask` from i (ASCII stretches by ascii_run) */
+/* The run loops below skip the ASCII start of their run with ascii_run (16 bytes at a time), then
+   read character by character, the loop over non-ASCII characters kept as tight as it was. */
+
+/* end of the run of characters with any of `mask` from i */
 static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask) {
     size_t l;
-    while ((i = ascii_run(s, n, i, mask)) < n && s[i] >= 0x80) {
-        if (!(uc_flags(utf8_at(s, i, &l)) & mask)) break;
+    i = ascii_run(s, n, i, mask);
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (!(f & mask)) break;
         i += l;
     }
     return i;
@@ -48,8 +53,10 @@ static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask
 
 static inline size_t run_other(const uint8_t *s, size_t n, size_t i) {
     size_t l;
-    while ((i = ascii_run(s, n, i, AR_OTHER)) < n && s[i] >= 0x80) {
-        if (uc_flags(utf8_at(s, i, &l)) & UC_LNS) break;
+    i = ascii_run(s, n, i, AR_OTHER);
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (f & UC_LNS) break;
         i += l;
     }
     return i;
@@ -61,8 +68,11 @@ static inline size_t run_space(const uint8_t *s, size_t n, size_t p, size_t *las
     size_t i = p, l;
     *last = p;
     *last_nl = SIZE_MAX;
-    while ((i = ascii_space_run(s, n, i, last, last_nl)) < n && s[i] >= 0x80) {
-        if (!(uc_flags(utf8_at(s, i, &l)) & UC_S)) break;
+    i = ascii_space_run(s, n, i, last, last_nl);
+    while (i < n) {
+        unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
+        if (!(f & UC_S)) break;
+        if (s[i] == '\r' || s[i] == '\n') *last_nl = i;
         *last = i;
         i += l;
     }
@@ -174,8 +184,8 @@ static inline unsigned flags_but(const uint8_t *s, size_t n, size_t i, unsigned 
    nothing: no ASCII byte has it) */
 static inline size_t run_but(const uint8_t *s, size_t n, size_t i, unsigned mask, unsigned but) {
     size_t l;
-    while ((i = ascii_run(s, n, i, mask)) < n && s[i] >= 0x80) {
-        if (!(flags_but(s, n, i, but) & mask)) break;
+    i = ascii_run(s, n, i, mask);
+    while (i < n && (flags_but(s, n, i, but) & mask)) {
         utf8_at(s, i, &l);
         i += l;
     }
