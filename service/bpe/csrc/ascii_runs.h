@@ -5,7 +5,8 @@ letters A-Z (UC_L | UC_UP) and a-z (UC_L | UC_LO), digits 0-9 (UC_N), whitespace
 ' ' (UC_S), the other printable bytes (UC_PS), and the controls and DEL (no flag). A block of 16
 bytes is tested against those ranges at once with GCC/Clang vector extensions, which the
 compiler lowers to SSE2 on x86-64, NEON on arm64 and plain integer code elsewhere: no CPU flag
-and no intrinsics header. Another compiler, or fewer than 16 bytes left, takes the byte loop.
+and no intrinsics header. Another compiler (or -DASCII_RUNS_SCALAR), or fewer than 16 bytes
+left, takes the byte loop.
 A block is loaded only when it lies inside the text; a non-ASCII byte is in no class here, so
 the callers read every non-ASCII character themselves. */
 #pragma once
@@ -15,16 +16,10 @@ the callers read every non-ASCII character themselves. */
 
 #include "unicode_tables.h"
 
-/* `mask` of ascii_run: the bytes with none of \p{L} \p{N} \s (the "other" class) */
-#define AR_OTHER 0x8000u
+/* whether ASCII byte b (< 0x80) has any of the flags `mask` */
+static inline int ar_member(uint8_t b, unsigned mask) { return (uc_stage2[0][b] & mask) != 0; }
 
-/* whether ASCII byte b (< 0x80) is in the class `mask` (any of its flags, or AR_OTHER) */
-static inline int ar_member(uint8_t b, unsigned mask) {
-    unsigned f = uc_stage2[0][b];
-    return mask == AR_OTHER ? !(f & (UC_L | UC_N | UC_S)) : (f & mask) != 0;
-}
-
-#if defined(__GNUC__) || defined(__clang__)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(ASCII_RUNS_SCALAR)
 #define ASCII_RUNS_VECTOR 1
 typedef uint8_t ar_v16 __attribute__((vector_size(16)));
 
@@ -38,7 +33,7 @@ static inline ar_v16 ar_in(ar_v16 b, uint8_t lo, uint8_t hi) {
     return (ar_v16)((ar_v16)(b - ar_splat(lo)) <= ar_splat((uint8_t)(hi - lo)));
 }
 
-/* 0xFF in each byte of b with any of the flags `mask` (a non-ASCII byte has none here) */
+/* 0xFF in each byte of b with any of the flags `mask` (as ar_member; a non-ASCII byte never) */
 static inline ar_v16 ar_flags(ar_v16 b, unsigned mask) {
     ar_v16 m = ar_splat(0);
     if ((mask & UC_L) || (mask & (UC_UP | UC_LO)) == (UC_UP | UC_LO))
@@ -52,12 +47,6 @@ static inline ar_v16 ar_flags(ar_v16 b, unsigned mask) {
     if (mask & UC_PS)
         m |= ar_in(b, '!', '/') | ar_in(b, ':', '@') | ar_in(b, '[', '`') | ar_in(b, '{', '~');
     return m;
-}
-
-/* 0xFF in each byte of b in the class `mask` (as ar_member) */
-static inline ar_v16 ar_class(ar_v16 b, unsigned mask) {
-    if (mask == AR_OTHER) return ar_in(b, 0, 0x7F) & ~ar_flags(b, UC_L | UC_N | UC_S);
-    return ar_flags(b, mask);
 }
 
 /* bit j set where byte j of m (0 or 0xFF) is set: each half's bytes, weighted 1..128, summed by
@@ -79,13 +68,13 @@ static inline ar_v16 ar_load(const uint8_t *s) {
 }
 #endif
 
-/* end of the run of ASCII bytes of the class `mask` (flags, or AR_OTHER) from i: the first
-   position past n, or of a non-ASCII byte, or of an ASCII byte out of the class */
+/* end of the run of ASCII bytes with any of the flags `mask` from i: n, or the position of a
+   non-ASCII byte or of an ASCII byte with none of them */
 static inline size_t ascii_run(const uint8_t *s, size_t n, size_t i, unsigned mask) {
     if (i >= n || s[i] >= 0x80 || !ar_member(s[i], mask)) return i;
 #ifdef ASCII_RUNS_VECTOR
     while (n - i >= 16) {
-        unsigned in = ar_bits(ar_class(ar_load(s + i), mask));
+        unsigned in = ar_bits(ar_flags(ar_load(s + i), mask));
         if (in != 0xFFFF) return i + (size_t)__builtin_ctz(~in);
         i += 16;
     }
@@ -102,7 +91,7 @@ static inline size_t ascii_space_run(const uint8_t *s, size_t n, size_t i, size_
 #ifdef ASCII_RUNS_VECTOR
     while (n - i >= 16) {
         ar_v16 b = ar_load(s + i);
-        unsigned in = ar_bits(ar_class(b, UC_S));
+        unsigned in = ar_bits(ar_flags(b, UC_S));
         unsigned k = in == 0xFFFF ? 16 : (unsigned)__builtin_ctz(~in);
         unsigned nl = ar_bits((ar_v16)(b == ar_splat('\r')) | (ar_v16)(b == ar_splat('\n')));
         nl &= (1u << k) - 1;

@@ -37,7 +37,8 @@ static inline unsigned flags_at(const uint8_t *s, size_t n, size_t i) {
 static inline int is_other(unsigned f) { return (f & UC_LNS) == 0; }
 
 /* The run loops below skip the ASCII start of their run with ascii_run (16 bytes at a time), then
-   read character by character, the loop over non-ASCII characters kept as tight as it was. */
+   read character by character, the loop over non-ASCII characters kept as tight as it was. Runs
+   of "other" characters (punctuation: mostly one or two bytes) keep the byte loop alone. */
 
 /* end of the run of characters with any of `mask` from i */
 static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask) {
@@ -53,7 +54,6 @@ static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask
 
 static inline size_t run_other(const uint8_t *s, size_t n, size_t i) {
     size_t l;
-    i = ascii_run(s, n, i, AR_OTHER);
     while (i < n) {
         unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
         if (f & UC_LNS) break;
