@@ -1,7 +1,7 @@
 """The C pre-tokenizers alone (no merging, no Python objects), for an A/B of checkouts: a small
 driver is compiled against each checkout's service/bpe/csrc (as setup.py compiles the engine:
 -O3, no -march) and times every scanner over each corpus and the worst-case texts. The
-checkouts run in turn, several rounds, and each cell keeps its best MB/s (CPU time, best of 5
+checkouts run in turn, several rounds, and each cell keeps its best MB/s (CPU time, best of 3
 passes a round), so a machine loaded by other work skews both sides alike.
 
     python loadtests/bench_scanners.py ../main . --rounds 5
@@ -45,8 +45,8 @@ int main(int argc, char **argv) { /* scanner index, then files: one line of seco
         if (fread(s, 1, n, f) != n) return 1;
         fclose(f);
         double best = 1e9;
-        size_t times = n ? 1 + 10000000 / n : 1; /* about 10 MB a pass: above the clock's grain */
-        for (int r = 0; r < 5; r++) {
+        size_t times = n ? 1 + 50000000 / n : 1; /* about 50 MB a pass: well above the clock's grain */
+        for (int r = 0; r < 3; r++) {
             double t0 = cpu();
             pieces = 0;
             for (size_t k = 0; k < times; k++)
