@@ -172,6 +172,32 @@ def configure_caches(piece_cache: int, hot_pieces: int) -> None:
     native.configure_hot_pieces(hot_pieces)
 
 
+def fuzz_texts() -> st.SearchStrategy[str]:
+    """Any code point but surrogates, long runs of one character, the scanners' boundaries, and
+    ASCII runs of one class around the scanners' 16-byte blocks (ascii_runs.h), ending at the
+    text's end or at any character."""
+    any_char = st.characters(exclude_categories=("Cs",))
+    boundary = st.sampled_from([" ", "\n", "\r", "\t", "'", "s", "S", "\u017f", "1", "A", "a",
+                                "\u0301", "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ", "\x00",
+                                "\U0010ffff", "\U000e0001", "\u0663", "\u30ab", "\u30fb",
+                                "\u309b", "\u3040", "\u9fa6", ",a", "\u200d"])  # fmt: skip
+    runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 5000)).map(lambda t: t[0] * t[1])
+    ascii_class = st.sampled_from(["abcxyzABCXYZ", "0123456789", " \t\n\r\x0b\x0c", " ",
+                                   "!#/:@[`{~\x00\x1f\x7f", "aé", " \u00a0", "!\u0301"])  # fmt: skip
+    block_runs = st.tuples(ascii_class, st.integers(0, 40)).flatmap(
+        lambda t: st.text(st.sampled_from(t[0]), min_size=t[1], max_size=t[1])
+    )
+    return st.lists(
+        st.one_of(
+            st.text(any_char, max_size=64),
+            st.lists(boundary, max_size=32).map("".join),
+            runs,
+            block_runs,
+        ),
+        max_size=8,
+    ).map("".join)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
@@ -203,18 +229,7 @@ def main() -> None:
         engines.append((t.ref + " (no pattern)", NativeEngine(vocab, None), tokens))
         engines.append((t.ref + " (custom)", NativeEngine(vocab, r"\w+|\s+|[^\w\s]+"), tokens))
 
-    any_char = st.characters(exclude_categories=("Cs",))
-    boundary = st.sampled_from([" ", "\n", "\r", "\t", "'", "s", "S", "\u017f", "1", "A", "a",
-                                "\u0301", "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ", "\x00",
-                                "\U0010ffff", "\U000e0001", "\u0663", "\u30ab", "\u30fb",
-                                "\u309b", "\u3040", "\u9fa6", ",a", "\u200d"])  # fmt: skip
-    runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 5000)).map(lambda t: t[0] * t[1])
-    texts = st.lists(
-        st.one_of(
-            st.text(any_char, max_size=64), st.lists(boundary, max_size=32).map("".join), runs
-        ),
-        max_size=8,
-    ).map("".join)
+    texts = fuzz_texts()
 
     @settings(max_examples=40, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
@@ -224,8 +239,11 @@ def main() -> None:
            threads=st.booleans())  # fmt: skip
     def check(text: str, which: int, raw: bytes, caches: tuple[int, int], threads: bool) -> None:
         name, engine, tokens = engines[which]
+        configure_caches(0, 0)
+        plain = engine.encode_ordinary(text)  # no cache of either kind: what the caches must give
         configure_caches(*caches)
         ids = engine.encode_ordinary(text)
+        assert ids == plain, name
         assert b"".join(tokens[i] or b"" for i in ids) == text.encode(), name
         assert engine.count_ordinary(text) == len(ids), name
         assert engine.encode_batch([text, text[: len(text) // 2]])[0] == ids, name

@@ -9,6 +9,7 @@ starts a piece and the scanners never return p. The comments name the alternativ
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ascii_runs.h"
 #include "unicode_tables.h"
 
 static inline uint32_t utf8_at(const uint8_t *s, size_t i, size_t *len) {
@@ -35,9 +36,14 @@ static inline unsigned flags_at(const uint8_t *s, size_t n, size_t i) {
 #define UC_LNS (UC_L | UC_N | UC_S)
 static inline int is_other(unsigned f) { return (f & UC_LNS) == 0; }
 
+/* The run loops below skip the ASCII start of their run with ascii_run (16 bytes at a time), then
+   read character by character, the loop over non-ASCII characters kept as tight as it was. Runs
+   of "other" characters (punctuation: mostly one or two bytes) keep the byte loop alone. */
+
 /* end of the run of characters with any of `mask` from i */
 static inline size_t run_any(const uint8_t *s, size_t n, size_t i, unsigned mask) {
     size_t l;
+    i = ascii_run(s, n, i, mask);
     while (i < n) {
         unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
         if (!(f & mask)) break;
@@ -62,6 +68,7 @@ static inline size_t run_space(const uint8_t *s, size_t n, size_t p, size_t *las
     size_t i = p, l;
     *last = p;
     *last_nl = SIZE_MAX;
+    i = ascii_space_run(s, n, i, last, last_nl);
     while (i < n) {
         unsigned f = s[i] < 0x80 ? (l = 1, uc_stage2[0][s[i]]) : uc_flags(utf8_at(s, i, &l));
         if (!(f & UC_S)) break;
@@ -173,9 +180,11 @@ static inline unsigned flags_but(const uint8_t *s, size_t n, size_t i, unsigned 
     return (f & but) ? 0 : f;
 }
 
-/* end of the run of characters with any of `mask` and none of `but` from i */
+/* end of the run of characters with any of `mask` and none of `but` from i (`but` is \p{Han} or
+   nothing: no ASCII byte has it) */
 static inline size_t run_but(const uint8_t *s, size_t n, size_t i, unsigned mask, unsigned but) {
     size_t l;
+    i = ascii_run(s, n, i, mask);
     while (i < n && (flags_but(s, n, i, but) & mask)) {
         utf8_at(s, i, &l);
         i += l;

@@ -44,10 +44,12 @@ static inline unsigned ds_at(const uint8_t *s, size_t n, size_t i, int cjk, size
     return ((f & UC_N) || ds_cjk(c) != cjk) ? DS_END : f;
 }
 
-/* end of the run of characters with any of `mask` from i, inside the segment */
+/* end of the run of characters with any of `mask` from i, inside the segment (its ASCII start by
+   ascii_run: an ASCII byte is in a segment of the other kind, and `mask` never holds \p{N}) */
 static inline size_t ds_run(const uint8_t *s, size_t n, size_t i, int cjk, unsigned mask) {
     size_t l;
     unsigned f;
+    if (!cjk) i = ascii_run(s, n, i, mask);
     while (!((f = ds_at(s, n, i, cjk, &l)) & DS_END) && (f & mask)) i += l;
     return i;
 }
@@ -90,6 +92,7 @@ static size_t scan_deepseek(const uint8_t *s, size_t n, size_t p) {
     if (f & UC_S) { /* \s*[\r\n]+|\s+(?!\S)|\s+ */
         size_t i = p, last = p, last_nl = SIZE_MAX;
         unsigned g;
+        if (!cjk) i = ascii_space_run(s, n, i, &last, &last_nl);
         while (!((g = ds_at(s, n, i, cjk, &l)) & DS_END) && (g & UC_S)) {
             if (s[i] == '\r' || s[i] == '\n') last_nl = i;
             last = i;
