@@ -214,7 +214,9 @@ static int merge_memo_cold(const EngineObject *e, const uint8_t *s, size_t n, si
 static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t room, sink_t *out,
                       memo_t *m, int *memo_off, pc_ctx *c) {
     hot_table *ht = c->hot;
-    if (!ht || c->hot_idle == 1 || n > HOT_KEY)
+    /* a piece of one or two bytes is one array read away already (bytes_table.byte_rank and
+       pair_rank; the pairs rule's byte_ids): no probe pays for it */
+    if (!ht || c->hot_idle == 1 || n > HOT_KEY || n <= (e->pairs ? 1u : 2u))
         return merge_memo_cold(e, s, n, out, m, memo_off, c);
     hot_key k = hot_key_of(s, n, room);
     uint64_t h = hot_hash(ht, &k, n);
