@@ -213,10 +213,13 @@ def test_a_forked_child_starts_with_an_empty_table(registry: Registry, hot_off: 
     assert said == b"ok", said
 
 
-def test_off_means_no_probe(registry: Registry, hot_off: None) -> None:
+@pytest.mark.parametrize("size", [0, 255])
+def test_off_means_no_probe(registry: Registry, hot_off: None, size: int) -> None:
+    """0, or a size under one set (256 bytes), is off: no table, no probe."""
+    native.configure_hot_pieces(size)
     start = stats()
     registry.resolve("gpt2").tokenizer.engine.encode_ordinary(" ".join(words(7, 100)))
-    assert stats() == start and start["table_bytes"] == 0
+    assert stats() == start and start["table_bytes"] == size
 
 
 def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -> None:
@@ -243,8 +246,8 @@ def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -
 
 def test_the_word_cut_path_gives_the_reference_ids(tmp_path: Path, hot_off: None) -> None:
     """The native word cut of a SentencePiece-shaped pipeline (Gemma 3's) with no table, a table
-    of two sets (pieces kept, evicted and answered in turn) and the default one: the
-    reference's ids."""
+    of one set (two large entries and eight small: pieces kept, evicted and answered in turn)
+    and the default one: the reference's ids."""
     tok = crossing()
     (_, ours), *_ = served(tmp_path, tok)
     words = ours._words

@@ -564,7 +564,8 @@ static PyObject *native_piece_cache_stats(PyObject *module, PyObject *unused) {
         (unsigned long long)atomic_load(&t->busy));
 }
 
-/* hot_pieces(nbytes, seed): every engine's table of hot pieces at most nbytes (0: off); seed, 16
+/* hot_pieces(nbytes, seed): every engine's table of hot pieces at most nbytes (0, or less than
+   one set of 256 bytes: off); seed, 16
    bytes from the OS, keys the tables (each is keyed anew when next used). Tables of another size
    are made anew on their next use. */
 static PyObject *native_hot_pieces(PyObject *module, PyObject *args) {

@@ -99,7 +99,7 @@ static _Atomic uint64_t g_hot_hits, g_hot_misses, g_hot_inserts, g_hot_tables, g
 /* the bytes a set of two entries takes with the two sets of small ones that go with it */
 #define HOT_SET_BYTES (2 * sizeof(hot_entry) + 2 * 4 * sizeof(hot_small))
 
-/* the bytes of a table of at most nbytes: a power of two of sets, at least one */
+/* the bytes of a table of at most nbytes (at least one set): a power of two of sets */
 static size_t hot_new_size(size_t nbytes) {
     size_t sets = 1;
     while ((sets * 2) * HOT_SET_BYTES <= nbytes) sets *= 2;
@@ -197,7 +197,7 @@ static inline void hot_put(hot_table *t, const hot_key *k, size_t n, uint64_t h,
    holds it (that call's lock value is this generation's). Give it back with hot_give. */
 static hot_table *hot_take(hot_table **slot, _Atomic uint32_t *lock) {
     size_t want = atomic_load_explicit(&g_hot_bytes, memory_order_relaxed);
-    if (!want) return NULL;
+    if (want < HOT_SET_BYTES) return NULL; /* off, or less than one set */
     uint32_t mine = pc_lock_value(), v = atomic_load_explicit(lock, memory_order_relaxed);
     if (v == mine || !atomic_compare_exchange_strong_explicit(lock, &v, mine, memory_order_acquire,
                                                               memory_order_relaxed))
