@@ -20,9 +20,8 @@ from litestar.testing import TestClient
 
 from service.api.app import create_app
 from service.bpe import native
-from service.runtime import engine_factory
-from service.settings import BUNDLED_STORE, Settings
-from service.store.registry import Registry, load_store
+from service.settings import Settings
+from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, corpus_text
 from tests.unit.test_hf_pipeline import served
 from tests.unit.test_wordcut import M, crossing
@@ -97,21 +96,21 @@ def test_every_shipped_native_engine_agrees_with_itself_without_the_table(
         assert [engine.encode_ordinary(text) for _ in range(2)] == [expected] * 2, name
 
 
-def test_a_table_stays_within_its_bytes(hot_off: None) -> None:
+def test_a_table_stays_within_its_bytes(registry: Registry, hot_off: None) -> None:
     """A new engine's table is the largest power of two of 256-byte sets (two large entries,
     eight small) within the size asked, made on its first use, and given back with the engine."""
-    engine = load_store(BUNDLED_STORE, engine_factory("auto"), only="cl100k_base")
-    encode = engine.resolve("cl100k_base").tokenizer.engine.encode_ordinary
+    loaded = registry.resolve("cl100k_base")
+    engine = native.NativeEngine(loaded.tokenizer.vocab, loaded.pattern, "cl100k")
     native.configure_hot_pieces(64 * 1024 + 100)
     before = stats()
     text = " ".join(words(3, 20_000))
-    assert encode(text) == encode(text)
+    assert engine.encode_ordinary(text) == engine.encode_ordinary(text)
     s = stats()
     assert s["table_bytes"] == 64 * 1024 + 100
     # the table, and the backtracking encoder's 8,192 answers for pairs of tokens beside it
     grown = (s["tables"] - before["tables"], s["held_bytes"] - before["held_bytes"])
     assert grown == (1, 65536 + 8192 * 8)
-    del engine, encode
+    del engine
     gc.collect()
     assert stats()["held_bytes"] == before["held_bytes"]
 
@@ -267,9 +266,11 @@ def test_a_count_keeps_as_many_pieces_as_an_encode(registry: Registry, hot_off: 
     """Counting knows the id of a piece that is one token, so it keeps it in the small entries as
     encoding does: a second count of a text hits about as often as a second encode."""
 
+    loaded = registry.resolve("cl100k_base")
+
     def second_read_hit_rate(read: str) -> float:
-        engine = load_store(BUNDLED_STORE, engine_factory("auto"), only="cl100k_base")
-        call = getattr(engine.resolve("cl100k_base").tokenizer.engine, read)
+        """On a new engine (an empty table) of the same vocabulary."""
+        call = getattr(native.NativeEngine(loaded.tokenizer.vocab, loaded.pattern, "cl100k"), read)
         text = "".join(corpus_text(c)[:60_000] for c in CORPUS_NAMES)
         call(text)
         before = stats()
