@@ -57,11 +57,15 @@ static inline uint64_t hot_word(const uint8_t *s, size_t from, size_t n, size_t 
     uint64_t w = 0;
     size_t k = n - from;
     if (k >= 8) { memcpy(&w, s + from, 8); return w; }
-    if (room >= from + 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (room >= from + 8) { /* one load, then the first k bytes (the low ones) */
         memcpy(&w, s + from, 8);
-        return w & ((1ull << (8 * k)) - 1); /* little-endian: the first k bytes */
+        return w & ((1ull << (8 * k)) - 1);
     }
-    memcpy(&w, s + from, k);
+#else
+    (void)room;
+#endif
+    memcpy(&w, s + from, k); /* the same word as the load and mask above, in either byte order */
     return w;
 }
 
