@@ -53,6 +53,7 @@ setup(
                 "service/bpe/csrc/engine_init.h",
                 "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/piece_cache.h",
+                "service/bpe/csrc/hot_pieces.h",
                 "service/bpe/csrc/ascii_runs.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/pretok_chain.h",
