@@ -10,10 +10,8 @@ import json
 import os
 import random
 import re
-import string
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from service.settings import Settings
 from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, corpus_text
 from tests.unit.test_hf_pipeline import served
+from tests.unit.test_piece_cache import in_forked_child, sample, thread_failures, words
 from tests.unit.test_wordcut import M, crossing
 
 DEFAULT = Settings().hot_piece_bytes
@@ -37,13 +36,6 @@ def hot_off() -> Iterator[None]:
     native.configure_hot_pieces(0)
     yield
     native.configure_hot_pieces(DEFAULT)
-
-
-def words(seed: int, count: int, letters: tuple[int, int] = (5, 9)) -> list[str]:
-    rng = random.Random(seed)
-    return [
-        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(*letters))) for _ in range(count)
-    ]
 
 
 def stats() -> dict[str, int]:
@@ -152,8 +144,8 @@ def test_a_flood_of_new_pieces_does_not_evict_the_ones_read_again(
         common, flood = pieces[:204], pieces[204 : 204 + 2048 * 6]
         assert len(flood) > 2048 * 4
     else:
-        common = [" " + w for w in words(4, 51, (9, 12))]
-        flood = [" " + w for w in words(5, 512 * 8, (9, 12))]
+        common = [" " + w for w in words(4, 51)]
+        flood = [" " + w for w in words(5, 512 * 8)]
 
     def hits_of(text: str) -> int:
         before = stats()["hits"]
@@ -179,55 +171,30 @@ def test_threads_get_the_same_ids(registry: Registry, hot_off: None) -> None:
     texts = [corpus_text(c)[i : i + 6000] for c in CORPUS_NAMES for i in (0, 6000)]
     expected = [engine.encode_ordinary(t) for t in texts]
     native.configure_hot_pieces(8192)  # small: evictions race with the other threads' reads
-    failures: list[str] = []
-
-    def work(seed: int) -> None:
-        order = list(range(len(texts)))
-        random.Random(seed).shuffle(order)
-        for _ in range(5):
-            for i in order:
-                if engine.encode_ordinary(texts[i]) != expected[i]:
-                    failures.append(f"text {i}")
-                if engine.count_ordinary(texts[i]) != len(expected[i]):
-                    failures.append(f"count {i}")
-            if engine.encode_batch(texts) != expected:
-                failures.append("batch")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert failures == []
+    assert thread_failures(engine, texts, expected) == []
     assert stats()["hits"] > 0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_starts_with_an_empty_table(registry: Registry, hot_off: None) -> None:
     engine = registry.resolve("cl100k_base").tokenizer.engine
-    text = " ".join(words(6, 400))
+    text = " ".join(words(6, 400, (5, 9)))
     expected = engine.encode_ordinary(text)
     native.configure_hot_pieces(DEFAULT)
     engine.encode_ordinary(text)
     assert stats()["hits"] > 0
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave at once
-        try:
-            s0 = stats()
-            first = engine.encode_ordinary(text)
-            s1 = stats()
-            second = engine.encode_ordinary(text)
-            s2 = stats()
-            ok = (s0["hits"] == s0["misses"] == 0 and s1["misses"] > 0 and s2["hits"] > s1["hits"]
-                  and first == second == expected)  # fmt: skip
-            os.write(write, b"ok" if ok else repr((s0, s1, s2)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        said = f.read()
-    os.waitpid(pid, 0)
+
+    def report() -> bytes:
+        s0 = stats()
+        first = engine.encode_ordinary(text)
+        s1 = stats()
+        second = engine.encode_ordinary(text)
+        s2 = stats()
+        ok = (s0["hits"] == s0["misses"] == 0 and s1["misses"] > 0 and s2["hits"] > s1["hits"]
+              and first == second == expected)  # fmt: skip
+        return b"ok" if ok else repr((s0, s1, s2)).encode()
+
+    said = in_forked_child(report)
     assert said == b"ok", said
 
 
@@ -236,19 +203,15 @@ def test_off_means_no_probe(registry: Registry, hot_off: None, size: int) -> Non
     """0, or a size under one set (256 bytes), is off: no table, no probe."""
     native.configure_hot_pieces(size)
     start = stats()
-    registry.resolve("gpt2").tokenizer.engine.encode_ordinary(" ".join(words(7, 100)))
+    registry.resolve("gpt2").tokenizer.engine.encode_ordinary(" ".join(words(7, 100, (5, 9))))
     assert stats() == start and start["table_bytes"] == size
 
 
 def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -> None:
-    def sample(text: str, name: str) -> float:
-        lines = [x for x in text.splitlines() if x.startswith(name)]
-        return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
-
     # a size no test asks for elsewhere: the engine's table is made anew, empty (a table that
     # earlier tests filled would make the new words wait for their sets)
     native.configure_hot_pieces(DEFAULT // 2)
-    body = {"text": " ".join(words(8, 200))}
+    body = {"text": " ".join(words(8, 200, (5, 9)))}
     with TestClient(create_app(Settings(text_cache_bytes=0), registry)) as client:
         before = client.get("/metrics").text
         for _ in range(2):
@@ -309,7 +272,7 @@ def test_a_call_of_new_pieces_stops_probing(registry: Registry, hot_off: None) -
     """Random words are new piece after piece: after its first 4,096 probes (under one hit in five)
     the call goes on without the table, with the same ids; the next call of prose probes again."""
     engine = registry.resolve("cl100k_base").tokenizer.engine
-    noise = " ".join(words(12, 40_000, (9, 12)))
+    noise = " ".join(words(12, 40_000))
     prose = corpus_text("en_shakespeare.txt")[:100_000]
     want = engine.encode_ordinary(noise), engine.encode_ordinary(prose)
     native.configure_hot_pieces(DEFAULT)

@@ -9,13 +9,14 @@ import os
 import random
 import string
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
 from service.bpe import native
+from service.bpe.native import NativeEngine
 from service.settings import Settings
 from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, corpus_text
@@ -32,12 +33,59 @@ def no_cache() -> Iterator[None]:
     native.configure_hot_pieces(Settings().hot_piece_bytes)
 
 
-def words(seed: int, count: int) -> list[str]:
-    """Random lower-case words of 9-12 letters: pieces that are no token and need merging."""
+def words(seed: int, count: int, letters: tuple[int, int] = (9, 12)) -> list[str]:
+    """Random lower-case words (of 9-12 letters: pieces that are no token and need merging)."""
     rng = random.Random(seed)
     return [
-        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(9, 12))) for _ in range(count)
+        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(*letters))) for _ in range(count)
     ]
+
+
+def thread_failures(engine: NativeEngine, texts: list[str], expected: list[list[int]]) -> list[str]:
+    """Four threads at once, each in its own order, five times: encode, count and a batch of
+    every text (over the size from which the GIL is released); what differed from `expected`."""
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        order = list(range(len(texts)))
+        random.Random(seed).shuffle(order)
+        for _ in range(5):
+            for i in order:
+                if engine.encode_ordinary(texts[i]) != expected[i]:
+                    failures.append(f"text {i}")
+                if engine.count_ordinary(texts[i]) != len(expected[i]):
+                    failures.append(f"count {i}")
+            if engine.encode_batch(texts) != expected:
+                failures.append("batch")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures
+
+
+def in_forked_child(report: Callable[[], bytes]) -> bytes:
+    """What `report` says in a forked child (which leaves at once)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, report())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read()
+    os.waitpid(pid, 0)
+    return said
+
+
+def sample(metrics: str, name: str) -> float:
+    """The value of the first series of a Prometheus text that starts with `name` (0 if none)."""
+    lines = [x for x in metrics.splitlines() if x.startswith(name)]
+    return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
 
 
 def stats() -> dict[str, int]:
@@ -138,24 +186,7 @@ def test_threads_share_it_and_get_the_same_ids(registry: Registry, no_cache: Non
     texts = [corpus_text(c)[i : i + 6000] for c in CORPUS_NAMES for i in (0, 6000)]
     expected = [engine.encode_ordinary(t) for t in texts]
     native.configure_piece_cache(1 << 20)  # small: inserts, refusals and evictions race
-    failures: list[str] = []
-
-    def work(seed: int) -> None:
-        order = list(range(len(texts)))
-        random.Random(seed).shuffle(order)
-        for _ in range(5):
-            for i in order:
-                if engine.encode_ordinary(texts[i]) != expected[i]:
-                    failures.append(f"text {i}")
-            if engine.encode_batch(texts) != expected:
-                failures.append("batch")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert failures == []
+    assert thread_failures(engine, texts, expected) == []
     assert stats()["hits"] > 0
 
 
@@ -168,22 +199,16 @@ def test_a_forked_child_starts_with_an_empty_cache(registry: Registry, no_cache:
     for _ in range(2):  # a piece is kept on its second miss
         engine.encode_ordinary(text)
     assert stats()["entries"] > 0
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and leave at once
-        try:
-            s0 = stats()
-            reads = [engine.encode_ordinary(text) for _ in range(3)]  # noted, kept, hit
-            s1 = stats()
-            ok = (s0["entries"] == s0["hits"] == 0 and s1["misses"] > 0 and s1["hits"] > 0
-                  and reads == [expected] * 3)  # fmt: skip
-            os.write(write, b"ok" if ok else repr((s0, s1)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        said = f.read()
-    os.waitpid(pid, 0)
+
+    def report() -> bytes:
+        s0 = stats()
+        reads = [engine.encode_ordinary(text) for _ in range(3)]  # noted, kept, hit
+        s1 = stats()
+        ok = (s0["entries"] == s0["hits"] == 0 and s1["misses"] > 0 and s1["hits"] > 0
+              and reads == [expected] * 3)  # fmt: skip
+        return b"ok" if ok else repr((s0, s1)).encode()
+
+    said = in_forked_child(report)
     assert said == b"ok", said
     assert stats()["entries"] > 0  # the parent keeps its own
 
@@ -202,10 +227,6 @@ def test_the_same_size_keeps_it_and_zero_drops_it(registry: Registry, no_cache: 
 
 
 def test_metrics_show_its_lookups_and_size(registry: Registry, no_cache: None) -> None:
-    def sample(text: str, name: str) -> float:
-        lines = [x for x in text.splitlines() if x.startswith(name)]
-        return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
-
     native.configure_piece_cache(1 << 20)
     body = {"text": " ".join(words(8, 200))}
     with TestClient(create_app(Settings(text_cache_bytes=0), registry)) as client:

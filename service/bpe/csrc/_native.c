@@ -520,21 +520,24 @@ static PyObject *native_split(PyObject *module, PyObject *args) {
     return list;
 }
 
+/* (nbytes, seed) of piece_cache and hot_pieces: 0, or -1 with an exception set */
+static int size_and_seed(PyObject *args, Py_ssize_t *nbytes, uint64_t key[2]) {
+    Py_buffer seed;
+    if (!PyArg_ParseTuple(args, "ny*", nbytes, &seed)) return -1;
+    int ok = *nbytes >= 0 && seed.len == 16;
+    if (ok) memcpy(key, seed.buf, 2 * sizeof *key);
+    PyBuffer_Release(&seed);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0 and seed 16 bytes");
+    return ok ? 0 : -1;
+}
+
 /* piece_cache(nbytes, seed): the process's piece cache at most nbytes (0: none); seed, 16 bytes
    from the OS, keys a new table. The same nbytes again keeps the table and what it holds. */
 static PyObject *native_piece_cache(PyObject *module, PyObject *args) {
     (void)module;
     Py_ssize_t nbytes;
-    Py_buffer seed;
-    if (!PyArg_ParseTuple(args, "ny*", &nbytes, &seed)) return NULL;
-    if (nbytes < 0 || seed.len != 16) {
-        PyBuffer_Release(&seed);
-        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0 and seed 16 bytes");
-        return NULL;
-    }
     uint64_t key[2];
-    memcpy(key, seed.buf, sizeof key);
-    PyBuffer_Release(&seed);
+    if (size_and_seed(args, &nbytes, key)) return NULL;
     pc_table *now = atomic_load(&g_pc);
     if (now ? now->asked == (size_t)nbytes : nbytes == 0) Py_RETURN_NONE;
     pc_table *t = NULL;
@@ -565,22 +568,13 @@ static PyObject *native_piece_cache_stats(PyObject *module, PyObject *unused) {
 }
 
 /* hot_pieces(nbytes, seed): every engine's table of hot pieces at most nbytes (0, or less than
-   one set of 256 bytes: off); seed, 16
-   bytes from the OS, keys the tables (each is keyed anew when next used). Tables of another size
-   are made anew on their next use. */
+   one set of 256 bytes: off); seed, 16 bytes from the OS, keys the tables (each is keyed anew
+   when next used). Tables of another size are made anew on their next use. */
 static PyObject *native_hot_pieces(PyObject *module, PyObject *args) {
     (void)module;
     Py_ssize_t nbytes;
-    Py_buffer seed;
-    if (!PyArg_ParseTuple(args, "ny*", &nbytes, &seed)) return NULL;
-    if (nbytes < 0 || seed.len != 16) {
-        PyBuffer_Release(&seed);
-        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 0 and seed 16 bytes");
-        return NULL;
-    }
     uint64_t key[2];
-    memcpy(key, seed.buf, sizeof key);
-    PyBuffer_Release(&seed);
+    if (size_and_seed(args, &nbytes, key)) return NULL;
     atomic_store(&g_hot_seed[0], key[0]);
     atomic_store(&g_hot_seed[1], key[1]);
     atomic_store(&g_hot_bytes, (size_t)nbytes);
