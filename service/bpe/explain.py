@@ -17,7 +17,6 @@ they have not been through the store's checks.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -25,6 +24,7 @@ from typing import Literal
 
 import regex
 
+from service.bpe import normalforms
 from service.bpe.tokenizer import Normalization
 from service.bpe.vocab import Rule, Vocabulary
 from service.errors import InputError, LimitExceededError
@@ -75,7 +75,7 @@ def explain_text(
     if len(text) > max_chars:
         raise LimitExceededError("characters of text to explain", max_chars, len(text))
     if normalization != "none":
-        text = unicodedata.normalize(normalization, text)
+        text = normalforms.normalize(normalization, text)
     pieces = regex.findall(pattern, text) if pattern is not None else [text] if text else []
     return [explain_piece(vocab, p) for p in pieces]
 

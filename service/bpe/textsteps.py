@@ -10,12 +10,12 @@ the first of them begins where its piece began.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Literal
 
 import regex
 
+from service.bpe import normalforms
 from service.bpe.deadline import checkpoint
 
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
@@ -33,7 +33,7 @@ _WORD_RUNS = r"\w+|[^\w\s]+"
 # --- normalizers ------------------------------------------------------------------------------
 def unicode_form(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Normalize:
     def normalize(text: str, origin: bool) -> tuple[str, bool]:
-        return unicodedata.normalize(form, text), origin
+        return normalforms.normalize(form, text), origin
 
     return normalize
 

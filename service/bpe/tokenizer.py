@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import unicodedata
 from array import array
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from functools import lru_cache, partial
 from typing import Literal, TypeVar
 
+from service.bpe import normalforms
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
 from service.bpe.native import NativeEngine
@@ -205,9 +205,7 @@ class Tokenizer:
 
     def _normalize(self, text: str) -> str:
         form = self.normalization
-        if form == "none" or unicodedata.is_normalized(form, text):
-            return text
-        return unicodedata.normalize(form, text)
+        return text if form == "none" else normalforms.normalize(form, text)
 
     def _allowed(self, text: str, allowed: SpecialSet, disallowed: SpecialSet) -> Set[str]:
         """The allowed special tokens, after refusing text with a disallowed one."""
