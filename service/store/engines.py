@@ -23,13 +23,18 @@ SCANNER_OF: dict[str, str] = {
 }
 
 
-def native_engine(vocab: Vocabulary, pattern: str | None) -> Engine | None:
-    """The native engine for this vocabulary, or None where it is not built or cannot hold it."""
+def native_engine(
+    vocab: Vocabulary, pattern: str | None, self_consistent: bool = False
+) -> Engine | None:
+    """The native engine for this vocabulary, or None where it is not built or cannot hold it.
+    A `pairs` vocabulary that is `self_consistent` (and has no byte-fallback expansion: the
+    caller says so) runs under the faster `ranks` rule, which gives it the same ids."""
     if not native.AVAILABLE:
         return None
     scanner = SCANNER_OF.get(pattern) if pattern is not None else None
+    as_ranks = self_consistent and vocab.rule == "pairs" and not vocab.free_ids
     try:
-        return native.NativeEngine(vocab, pattern, scanner)
+        return native.NativeEngine(vocab, pattern, scanner, as_ranks=as_ranks)
     except ValueError as exc:  # a vocabulary the C tables cannot hold
         log.warning("native engine unavailable (%s); using the Python engine", exc)
         return None
@@ -57,7 +62,7 @@ def native_lent(engine: Engine, pattern: str | None) -> Engine | None:
 
 def default_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
     """The native engine where it can serve, else the reference."""
-    return native_engine(vocab, pattern) or PythonEngine(vocab, pattern)
+    return native_engine(vocab, pattern, self_consistent) or PythonEngine(vocab, pattern)
 
 
 def reference_engine(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:

@@ -47,7 +47,8 @@ from service.store.reading import read_verified
 from service.store.sharing import BuiltVocabulary, SharedVocabularies, VocabularyKey
 from service.store.validation import validate
 
-# (vocabulary, split pattern, self-consistent?) -> the engine that serves it
+# (vocabulary, split pattern, does the `ranks` rule give its ids? (a self-consistent `pairs`
+# vocabulary without byte-fallback expansion)) -> the engine that serves it
 EngineFactory = Callable[[Vocabulary, "str | None", bool], Engine]
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -300,12 +301,14 @@ def build(
         lent = None  # a twin under the other rule gives the same ids when both are consistent
         if twin is not None and self_consistent and twin.self_consistent and not expand:
             lent = native_lent(twin.engine, pattern)
-        known = BuiltVocabulary(vocab, lent or factory(vocab, pattern, self_consistent),
+        ranks_ok = self_consistent and not expand  # a ranks engine gives the same ids
+        known = BuiltVocabulary(vocab, lent or factory(vocab, pattern, ranks_ok),
                                 self_consistent, expand)  # fmt: skip
         shared.add(key, known, pattern, known.engine)
     engine = shared.engine(key, pattern)
     if engine is None:
-        engine = engine_sharing(known.engine, known.vocab, pattern, known.self_consistent, factory)
+        ranks_ok = known.self_consistent and not known.expand
+        engine = engine_sharing(known.engine, known.vocab, pattern, ranks_ok, factory)
         shared.add(key, known, pattern, engine)
     vocab, self_consistent = known.vocab, known.self_consistent
     tokenizer = Tokenizer(

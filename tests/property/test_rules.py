@@ -50,3 +50,17 @@ def test_trainer_agrees_with_recounting(words: list[str], n: int, min_frequency:
     model = train(words, 256 + n, None, min_frequency=min_frequency)
     expected = naive_train([w.encode() for w in words if w], n, min_frequency)
     assert model.merges == expected
+
+
+def _self_consistent(merges: dict[tuple[int, int], int], encoder: dict[bytes, int]) -> bool:
+    return all(merge_pairs(list(t), merges) == [i] for t, i in encoder.items() if len(t) > 1)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(table=merge_tables(), piece=pieces)
+def test_a_self_consistent_pairs_table_gives_the_ranks_rules_ids(table, piece: bytes) -> None:  # type: ignore[no-untyped-def]
+    """What lets a native engine run a self-consistent `pairs` vocabulary under the faster
+    `ranks` rule (service/store/engines.py); a table that is not consistent may differ."""
+    merges, encoder = table
+    if _self_consistent(merges, encoder):
+        assert merge_pairs(list(piece), merges) == merge_ranks(piece, encoder)
