@@ -19,13 +19,22 @@ ALPHABET = [
     "é", "e\u0301", "\u0301", "\u0327", "\u0323", "\u0302",  # marks, combining class 230/202/220
     "가", "\u1100", "\u1161", "\u11a8",  # a syllable, and leading/vowel/trailing jamo
     "क", "\u093c", "क़", "ि",  # Devanagari: a nukta, a letter that decomposes to one
-    "ﬁ", "①", "Ａ", "\u2126", "Å",  # compatibility and singleton decompositions
+    "\ufb01", "\u2460", "\uff21", "\u2126", "\u212b",  # compatibility and singleton decompositions
 ]  # fmt: skip
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), st.sampled_from(FORMS))
 def test_the_same_string_as_unicodedata(text: str, form: Form) -> None:
+    assert normalize(form, text) == unicodedata.normalize(form, text)
+
+
+LINE = st.lists(st.sampled_from([c for c in ALPHABET if c != "\n"]), min_size=16, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE.map("".join), min_size=1, max_size=8).map("\n".join), st.sampled_from(FORMS))
+def test_lines_long_enough_to_be_normalized_one_by_one(text: str, form: Form) -> None:
     assert normalize(form, text) == unicodedata.normalize(form, text)
 
 
@@ -42,6 +51,7 @@ def test_the_same_string_as_unicodedata(text: str, form: Form) -> None:
         "क\u093c" * 3 + "\n" + "क\u093c",
         "no line feed: e\u0301",
         "line ends\r\ne\u0301\r\n",
+        "a line of more than sixteen characters: cafe\u0301\nand another one, in the form\n",
     ],
 )
 def test_edges(text: str, form: Form) -> None:
