@@ -25,6 +25,11 @@ from hypothesis import strategies as st
 
 if TYPE_CHECKING:  # imported after --so has loaded the build under test
     from service.bpe.native import NativeEngine
+    from service.store.registry import Registry
+
+# an engine, its name and the bytes of its ids; the same vocabulary under the pairs and ranks rules
+Named = tuple[str, "NativeEngine", list[bytes | None]]
+Twins = tuple["NativeEngine", "NativeEngine"]
 
 
 def load_extension(path: str) -> None:
@@ -164,6 +169,21 @@ def words_check(engines: list[NativeEngine], texts: st.SearchStrategy[str]) -> C
     return check  # type: ignore[no-any-return]
 
 
+def rules_check(pairs: list[Twins], texts: st.SearchStrategy[str]) -> Callable[[], None]:
+    """A self-consistent `pairs` vocabulary's engine under the `ranks` rule (as served) gives the
+    ids of its engine under the `pairs` rule."""
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(text=texts, which=st.integers(0, max(0, len(pairs) - 1)))
+    def check(text: str, which: int) -> None:
+        if pairs:
+            as_pairs, as_ranks = pairs[which]
+            assert as_ranks.encode_ordinary(text) == as_pairs.encode_ordinary(text)
+
+    return check
+
+
 def configure_caches(piece_cache: int, hot_pieces: int) -> None:
     """The piece cache (per process) and the tables of hot pieces (per engine), in bytes."""
     from service.bpe import native
@@ -198,24 +218,16 @@ def fuzz_texts() -> st.SearchStrategy[str]:
     ).map("".join)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
-    ap.add_argument("--seconds", type=float, default=90)
-    args = ap.parse_args()
-    if args.so:
-        load_extension(args.so)
-
-    from service.bpe import native
+def shipped_engines(registry: Registry) -> tuple[list[Named], list[Twins]]:
+    """Every shipped tokenizer's engine as served, the same vocabulary with no pattern and with
+    a custom one (each with the bytes of its ids), and the twins of rules_check."""
     from service.bpe.native import NativeEngine
-    from service.runtime import engine_factory
-    from service.settings import BUNDLED_STORE
-    from service.store.registry import load_store
+    from service.store.engines import SCANNER_OF
 
-    assert native.AVAILABLE
-    registry = load_store(BUNDLED_STORE, engine_factory("auto"))
-    assert not registry.failures, registry.failures
-    engines = []
+    engines: list[Named] = []
+    twins: list[
+        Twins
+    ] = []  # (pairs rule, ranks rule as served) of each self-consistent pairs vocabulary
     for t in registry:
         assert isinstance(t.tokenizer.engine, NativeEngine)
         vocab = t.tokenizer.vocab
@@ -226,9 +238,32 @@ def main() -> None:
         for made, parts in (pipeline.expand if pipeline is not None else {}).items():
             tokens[made] = b"".join(vocab.tokens[i] or b"" for i in parts)
         engines.append((t.ref, t.tokenizer.engine, tokens))
+        if vocab.rule == "pairs" and t.self_consistent and pipeline is None:
+            scanner = SCANNER_OF.get(t.pattern) if t.pattern is not None else None
+            twins.append((NativeEngine(vocab, t.pattern, scanner),
+                          NativeEngine(vocab, t.pattern, scanner, as_ranks=True)))  # fmt: skip
         engines.append((t.ref + " (no pattern)", NativeEngine(vocab, None), tokens))
         engines.append((t.ref + " (custom)", NativeEngine(vocab, r"\w+|\s+|[^\w\s]+"), tokens))
+    return engines, twins
 
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--so", help="the sanitizer build of service.bpe._native")
+    ap.add_argument("--seconds", type=float, default=90)
+    args = ap.parse_args()
+    if args.so:
+        load_extension(args.so)
+
+    from service.bpe import native
+    from service.runtime import engine_factory
+    from service.settings import BUNDLED_STORE
+    from service.store.registry import load_store
+
+    assert native.AVAILABLE
+    registry = load_store(BUNDLED_STORE, engine_factory("auto"))
+    assert not registry.failures, registry.failures
+    engines, twins = shipped_engines(registry)
     texts = fuzz_texts()
 
     @settings(max_examples=40, deadline=None, database=None,
@@ -264,14 +299,15 @@ def main() -> None:
 
     checks = [check, scanner_check([e for _, e, _ in engines], texts), build_check(),
               words_check([e for _, e, _ in engines], texts),
-              random_vocab_check()]  # fmt: skip
+              random_vocab_check(), rules_check(twins, texts)]  # fmt: skip
 
     deadline, rounds = time.monotonic() + args.seconds, 0
     while time.monotonic() < deadline:
         for one in checks:
             one()
         rounds += 1
-    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines, as many scanner "
+    print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines ({len(twins)} pairs "
+          "vocabularies also under both rules), as many scanner "
           f"cuts, {rounds * 40} merge lists checked at load, and odd vocabularies, no failure")  # fmt: skip
 
 
