@@ -140,8 +140,12 @@ class Tokenizer:
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         if memo is not None:
             return self._encode_known(text, allowed_special, disallowed_special, memo)
+        segments = list(self._segments(text, allowed_special, disallowed_special))
+        if len(segments) == 1 and segments[0][1] is None:  # ordinary text: the engine's own list
+            ordinary = self._ordinary(self._normalize(segments[0][0]))
+            return ordinary if isinstance(ordinary, list) else list(ordinary)
         out: list[int] = []
-        for segment, special_id in self._segments(text, allowed_special, disallowed_special):
+        for segment, special_id in segments:
             if special_id is not None:
                 out.append(special_id)
             else:

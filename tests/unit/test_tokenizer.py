@@ -1,6 +1,7 @@
 import pytest
 
 from service.bpe import PythonEngine, Tokenizer, Vocabulary
+from service.bpe.cache import TextCache
 from service.errors import (
     DisallowedSpecialError,
     SurrogateError,
@@ -124,3 +125,20 @@ def test_empty_text() -> None:
     assert tok.encode("") == []
     assert tok.count("") == 0
     assert tok.decode([]) == ""
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_caller_owns_the_list_it_gets(cached: bool) -> None:
+    """Ordinary text gets the engine's own list (no copy); from the text cache, a new one: a
+    caller that changes it changes no later answer."""
+    vocab = Vocabulary.build("pairs", [(104, 105, 256), (256, 33, 257)])
+    engine = PythonEngine(vocab, r"\w+|[^\w\s]+|\s+")
+    cache = TextCache(max_bytes=1 << 20) if cached else None
+    tok = Tokenizer(vocab, engine, SPECIALS, cache=cache, cache_owner="t")
+    first = tok.encode("hi! hi")
+    want = list(first)
+    first.append(99)
+    first[0] = 98
+    assert tok.encode("hi! hi") == want
+    assert tok.encode("hi! <|end|>", allowed_special="all") == [*want[:2], 32, 1000]
+    assert cache is None or cache.hits >= 1
