@@ -54,6 +54,7 @@ setup(
                 "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/piece_cache.h",
                 "service/bpe/csrc/hot_pieces.h",
+                "service/bpe/csrc/caches_module.h",
                 "service/bpe/csrc/ascii_runs.h",
                 "service/bpe/csrc/pretok.h",
                 "service/bpe/csrc/pretok_chain.h",
