@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
 from typing import Literal
 
 from service.bpe.merge import merge_pairs, merge_ranks
@@ -137,12 +137,16 @@ class Vocabulary:
             return True
         if self.free_ids:  # several merges may make one token: not the question here
             return False
+        tokens = self.tokens
+        with_bytes = compress(range(len(tokens)), map(operator.is_not, tokens, repeat(None)))
+        if not set(with_bytes).issubset(set(self._triples[2::3]).union(self.byte_ids)):
+            return False  # a token no merge makes (format v2's `tokens`) is never an output
         from service.bpe.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
 
         whole = pairs_all_whole(self)  # the same rule in C, in one call: 100x faster
         if whole is not None:
             return whole
-        merges, byte_ids, tokens = self.merges, self.byte_ids, self.tokens
+        merges, byte_ids = self.merges, self.byte_ids
         for new in self._triples[2::3]:
             data = tokens[new] or b""
             # two bytes merge straight into their pair's token: only longer tokens need a run

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe import train
+from service.bpe import Vocabulary, train
 from service.bpe.merge import merge_pairs, merge_ranks
+from service.store.engines import default_engine
 from tests.oracle import naive_pairs, naive_ranks, naive_train
 
 ALPHABET = b"abcde"
@@ -52,15 +54,46 @@ def test_trainer_agrees_with_recounting(words: list[str], n: int, min_frequency:
     assert model.merges == expected
 
 
-def _self_consistent(merges: dict[tuple[int, int], int], encoder: dict[bytes, int]) -> bool:
-    return all(merge_pairs(list(t), merges) == [i] for t, i in encoder.items() if len(t) > 1)
+@st.composite
+def vocabularies(draw: st.DrawFn) -> Vocabulary:
+    """A random `pairs` vocabulary: a merge table as above, and sometimes tokens no merge makes
+    (format v2's `tokens`: of one to three bytes, maybe the bytes of another token)."""
+    merges, _ = draw(merge_tables())
+    extra = draw(st.dictionaries(st.integers(400, 420), st.binary(min_size=1, max_size=3).map(
+        lambda b: bytes(ALPHABET[x % 5] for x in b)), max_size=2))  # fmt: skip
+    return Vocabulary.build("pairs", [(a, b, new) for (a, b), new in merges.items()],
+                            extra_tokens=extra)  # fmt: skip
 
 
 @settings(max_examples=1500, deadline=None)
-@given(table=merge_tables(), piece=pieces)
-def test_a_self_consistent_pairs_table_gives_the_ranks_rules_ids(table, piece: bytes) -> None:  # type: ignore[no-untyped-def]
+@given(vocab=vocabularies(), piece=pieces)
+def test_a_self_consistent_pairs_vocabulary_gives_the_ranks_rules_ids(
+    vocab: Vocabulary, piece: bytes
+) -> None:
     """What lets a native engine run a self-consistent `pairs` vocabulary under the faster
-    `ranks` rule (service/store/engines.py); a table that is not consistent may differ."""
-    merges, encoder = table
-    if _self_consistent(merges, encoder):
-        assert merge_pairs(list(piece), merges) == merge_ranks(piece, encoder)
+    `ranks` rule (service/store/engines.py); one that is not consistent may differ (a token no
+    merge makes is one the ranks rule would give and the pairs rule never does)."""
+    if vocab.self_consistent():
+        encoder = {data: tid for tid, data in vocab.items()}
+        assert vocab.merge_piece(piece) == merge_ranks(piece, encoder)
+
+
+@pytest.mark.parametrize(
+    ("merges", "extra", "text"),
+    [
+        ([(98, 99, 256)], {300: b"ab"}, b"xaby"),  # a two-byte token no merge makes
+        ([(97, 98, 256)], {300: b"a"}, b"a"),  # one byte, the bytes of a byte's own id
+        ([(97, 98, 256)], {300: b"ab"}, b"ab"),  # the bytes of a merge's token
+    ],
+)
+def test_a_token_no_merge_makes_keeps_the_pairs_rule(
+    merges: list[tuple[int, int, int]], extra: dict[int, bytes], text: bytes
+) -> None:
+    """Such a vocabulary is not self-consistent, so the default engine (native where built)
+    runs the pairs rule and gives the reference's ids, not the extra token."""
+    vocab = Vocabulary.build("pairs", merges, extra_tokens=extra)
+    assert not vocab.self_consistent()
+    engine = default_engine(vocab, None, vocab.self_consistent())
+    want = vocab.merge_piece(text)
+    assert 300 not in want
+    assert engine.encode_ordinary(text.decode()) == want
