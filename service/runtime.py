@@ -41,9 +41,8 @@ def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> En
         log.error(warning)
 
     def build(vocab: Vocabulary, pattern: str | None, self_consistent: bool) -> Engine:
-        if choice == "auto" and (engine := native_engine(vocab, pattern, self_consistent)):
-            return engine
-        return PythonEngine(vocab, pattern, cache_size)
+        engine = native_engine(vocab, pattern, self_consistent) if choice == "auto" else None
+        return engine if engine is not None else PythonEngine(vocab, pattern, cache_size)
 
     return build
 

@@ -1,16 +1,13 @@
 """Unicode normalization (NFC, NFKC, NFD, NFKD) of a text, done only where the text needs it.
 
-`unicodedata.normalize` rebuilds the whole text as soon as one character is not in the form: a
-megabyte of Hindi with twelve such lines took 15.7 ms, where the engine then encodes it in 7.
+`unicodedata.normalize` rebuilds the whole text as soon as one character is not in the form.
 A line feed is a stable character in every form (combining class 0, its own normal form, and it
 composes with nothing on either side), so a text's normal form is its lines' normal forms joined
-by line feeds, and the lines already in the form are kept as they are (7.5 ms for that text: a
-line with a character whose quick check says "maybe" is still normalized to be compared).
-A line costs a call, so a text of short lines (under MIN_LINE characters on average) is
-normalized whole, as is a text of one line, and so are the decomposed forms (NFD, NFKD), which
-are cheap to build whole. At worst (every line of about MIN_LINE characters to be rebuilt) a
-text costs up to 1.9x (NFC) or 2.2x (NFKC) what checking and rebuilding it whole cost. ASCII
-text is in every form.
+by line feeds, and the lines already in the form are kept as they are: a long text with a few
+such lines (real Hindi) costs half. A line costs a call, so a text of short lines (under
+MIN_LINE characters on average) is normalized whole, as is a text of one line, and so are the
+decomposed forms (NFD, NFKD), which are cheap to build whole; then no text costs more than about
+twice what it did (docs/performance.md). ASCII text is in every form.
 """
 
 from __future__ import annotations
