@@ -121,8 +121,10 @@ def bench_corpora(names: list[str], corpora: list[Path], repeat: int) -> list[di
             for regime, before, timed in (("cold", "", text), ("warm", text[:half], text[half:])):
                 mb = len(timed.encode()) / 1e6
                 best: dict[str, float] = {}
-                for _ in range(repeat):  # every repetition builds every engine anew
-                    for key, make in makers_.items():
+                order = list(makers_.items())
+                for rep in range(repeat):  # every repetition builds every engine anew, and
+                    # starts one engine later, so that no engine is always first or last
+                    for key, make in order[rep % len(order) :] + order[: rep % len(order)]:
                         t = timed_once(make, timed, before)
                         best[key] = min(best.get(key, float("inf")), t)
                 row: dict[str, object] = {"tokenizer": name, "corpus": corpus.stem,
