@@ -316,13 +316,7 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
             break;
         }
     }
-    if (out->count_only) {
-        out->len += top;
-    } else {
-        for (size_t i = 0; i < top; i++)
-            if (sink_put(out, toks[i])) goto done;
-    }
-    rc = 0;
+    rc = sink_extend(out, toks, top);
 done:
     if (!small) {
         free(toks);

@@ -153,12 +153,7 @@ static int merge_cached(const EngineObject *e, const uint8_t *s, size_t n, sink_
     uint32_t ids[PC_IDS];
     int first;
     int got = pc_get(c->t, e->serial, s, n, h, ids, &c->tally, &first);
-    if (got >= 0) {
-        if (out->count_only) { out->len += (size_t)got; return 0; }
-        for (int i = 0; i < got; i++)
-            if (sink_put(out, ids[i])) return -1;
-        return 0;
-    }
+    if (got >= 0) return sink_extend(out, ids, (size_t)got);
     const uint32_t *made;
     size_t nmade;
     int rc;
@@ -230,15 +225,7 @@ static int merge_memo(const EngineObject *e, const uint8_t *s, size_t n, size_t 
     if (he && (he->has_ids || out->count_only)) {
         he->freq += he->freq < 255;
         ht->hits++;
-        if (out->count_only) { out->len += he->nids; return 0; }
-        if (out->len + he->nids > out->cap) {
-            for (uint32_t i = 0; i < he->nids; i++)
-                if (sink_put(out, he->ids[i])) return -1;
-            return 0;
-        }
-        memcpy(out->ids + out->len, he->ids, he->nids * sizeof *he->ids);
-        out->len += he->nids;
-        return 0;
+        return sink_extend(out, he->ids, he->nids);
     }
     /* text that is new piece after piece (random ids, base64) would pay for the probes and
        inserts and never hit: a call whose first HOT_TRIAL probes hit less than one in five goes on

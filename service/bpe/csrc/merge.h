@@ -207,6 +207,19 @@ static inline int sink_put(sink_t *o, uint32_t id) {
     return 0;
 }
 
+/* append n ids (`ids` must not point into o->ids: growing may move them) */
+static inline int sink_extend(sink_t *o, const uint32_t *ids, size_t n) {
+    if (o->count_only) { o->len += n; return 0; }
+    if (o->len + n > o->cap) {
+        for (size_t i = 0; i < n; i++)
+            if (sink_put(o, ids[i])) return -1;
+        return 0;
+    }
+    memcpy(o->ids + o->len, ids, n * sizeof *ids);
+    o->len += n;
+    return 0;
+}
+
 /* ---- a min-heap of (rank << 32 | position) ---- */
 typedef struct {
     uint64_t *v;
@@ -283,9 +296,7 @@ static int merge_ranks_short(const bytes_table *t, const uint8_t *s, size_t n, s
         if (at + 1 < m)
             ranks[at] = bt_lookup(t, s + bounds[at], bounds[at + 2] - bounds[at]);
     }
-    for (size_t i = 0; i < m; i++)
-        if (sink_put(out, ids[i])) return -1;
-    return 0;
+    return sink_extend(out, ids, m);
 }
 
 /* ranks rule, long piece: parts linked by nxt/prv (byte positions), heap of candidate merges */
