@@ -159,11 +159,12 @@ def configure_piece_cache(nbytes: int) -> None:
 HOT_PIECES_STATS = ("table_bytes", "tables", "held_bytes", "hits", "misses", "inserts")
 
 
-def configure_hot_pieces(nbytes: int) -> None:
+def configure_hot_pieces(nbytes: int, seed: bytes | None = None) -> None:
     """Each engine's table of hot pieces at most `nbytes` (0: off), made on the engine's next use
-    and keyed with 16 bytes from os.urandom."""
+    and keyed with `seed` (16 bytes; by default from os.urandom, which a test fixes to get the
+    same layout on every run)."""
     if _native is not None:
-        _native.hot_pieces(nbytes, os.urandom(16))
+        _native.hot_pieces(nbytes, os.urandom(16) if seed is None else seed)
 
 
 def hot_pieces_stats() -> dict[str, int]:

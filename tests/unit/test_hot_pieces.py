@@ -137,7 +137,9 @@ def test_a_flood_of_new_pieces_does_not_evict_the_ones_read_again(
     tokenizer = registry.resolve("cl100k_base").tokenizer
     engine = tokenizer.engine
     nbytes = 64 * 1024  # 2,048 small entries and 512 large
-    native.configure_hot_pieces(nbytes)
+    # a fixed key: which common pieces share a set (and take turns in it, flood or not) depends
+    # on it, so a random one made this test fail on some runs (about one in twelve)
+    native.configure_hot_pieces(nbytes, seed=bytes(range(16)))
     if kind == "one-token pieces":
         pieces = [t.decode() for t in tokenizer.vocab.tokens if re.fullmatch(rb" [a-z]{3,7}", t)]
         random.Random(4).shuffle(pieces)
