@@ -58,7 +58,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     piece_cache_size: Count = 65536  # encoded pieces kept per tokenizer by the Python engine (LRU)
     text_cache_bytes: Count = 64 * 1024 * 1024  # whole texts -> ids, shared by all tokenizers
     piece_cache_bytes: Count = 0  # merged pieces -> ids, native engine, per process (0: off)
-    hot_piece_bytes: Count = 256 * 1024  # hot pieces -> ids, native engine, per tokenizer (0: off)
+    hot_piece_bytes: Count = 640 * 1024  # hot pieces -> ids, native engine, per tokenizer (0: off)
     # request limits, enforced before any work is done
     max_body_bytes: Positive = 8 * 1024 * 1024
     max_batch_items: Positive = 1024

@@ -111,8 +111,9 @@ print(json.dumps([same, before, used, native.hot_pieces_stats()]))
 
 
 def test_a_table_stays_within_its_bytes() -> None:
-    """A new engine's table is the largest power of two of 256-byte sets (two large entries,
-    eight small) within the size asked, made on its first use, and given back with the engine.
+    """A new engine's table is the largest power of two of 640-byte groups of sets (eight large
+    entries, eight small) within the size asked, made on its first use, and given back with the
+    engine.
     In a process of its own: nothing else there makes or frees a table meanwhile."""
     run = subprocess.run(
         [sys.executable, "-c", TABLE_SCRIPT, str(64 * 1024 + 100)],
@@ -122,7 +123,7 @@ def test_a_table_stays_within_its_bytes() -> None:
     assert same and used["table_bytes"] == 64 * 1024 + 100
     # the table, and the backtracking encoder's 8,192 answers for pairs of tokens beside it
     grown = (used["tables"] - before["tables"], used["held_bytes"] - before["held_bytes"])
-    assert grown == (1, 65536 + 8192 * 8)
+    assert grown == (1, 64 * 640 + 8192 * 8)
     assert (after["tables"], after["held_bytes"]) == (before["tables"], before["held_bytes"])
 
 
@@ -133,10 +134,10 @@ def test_a_flood_of_new_pieces_does_not_evict_the_ones_read_again(
     """Common pieces (a tenth of the entries of their kind, each read again and again), then
     pieces seen once, several tables' worth, read between them: the common pieces are still
     answered by the table. One-token pieces of up to 8 bytes (" word", tokens of the vocabulary)
-    have small entries; merged pieces (random words of 9-12 letters) large ones."""
+    have small entries; merged pieces (random words of 9-12 letters) large ones, as many."""
     tokenizer = registry.resolve("cl100k_base").tokenizer
     engine = tokenizer.engine
-    nbytes = 64 * 1024  # 2,048 small entries and 512 large
+    nbytes = 256 * 640  # 2,048 small entries and 2,048 large
     # a fixed key: which common pieces share a set (and take turns in it, flood or not) depends
     # on it, so a random one made this test fail on some runs (about one in twelve)
     native.configure_hot_pieces(nbytes, seed=bytes(range(16)))
@@ -146,8 +147,8 @@ def test_a_flood_of_new_pieces_does_not_evict_the_ones_read_again(
         common, flood = pieces[:204], pieces[204 : 204 + 2048 * 6]
         assert len(flood) > 2048 * 4
     else:
-        common = [" " + w for w in words(4, 51)]
-        flood = [" " + w for w in words(5, 512 * 8)]
+        common = [" " + w for w in words(4, 204)]
+        flood = [" " + w for w in words(5, 2048 * 6)]
 
     def hits_of(text: str) -> int:
         before = stats()["hits"]
@@ -200,9 +201,9 @@ def test_a_forked_child_starts_with_an_empty_table(registry: Registry, hot_off: 
     assert said == b"ok", said
 
 
-@pytest.mark.parametrize("size", [0, 255])
+@pytest.mark.parametrize("size", [0, 639])
 def test_off_means_no_probe(registry: Registry, hot_off: None, size: int) -> None:
-    """0, or a size under one set (256 bytes), is off: no table, no probe."""
+    """0, or a size under one group of sets (640 bytes), is off: no table, no probe."""
     native.configure_hot_pieces(size)
     start = stats()
     registry.resolve("gpt2").tokenizer.engine.encode_ordinary(" ".join(words(7, 100, (5, 9))))
@@ -231,8 +232,8 @@ def test_metrics_show_its_lookups_and_bytes(registry: Registry, hot_off: None) -
 
 def test_the_word_cut_path_gives_the_reference_ids(tmp_path: Path, hot_off: None) -> None:
     """The native word cut of a SentencePiece-shaped pipeline (Gemma 3's) with no table, a table
-    of one set (two large entries and eight small: pieces kept, evicted and answered in turn)
-    and the default one: the reference's ids."""
+    of one group of sets (eight large entries and eight small: pieces kept, evicted and answered
+    in turn) and the default one: the reference's ids."""
     tok = crossing()
     (_, ours), *_ = served(tmp_path, tok)
     words = ours._words
@@ -241,7 +242,7 @@ def test_the_word_cut_path_gives_the_reference_ids(tmp_path: Path, hot_off: None
     parts = ["a", "b", "cde", " ", "  ", "</", ">", "é", "中"]
     texts = ["".join(rng.choices(parts, k=rng.randint(0, 60))) for _ in range(300)]
     want = [tok.encode(t, add_special_tokens=False).ids for t in texts]
-    for size in (0, 256, DEFAULT):
+    for size in (0, 640, DEFAULT):
         native.configure_hot_pieces(size)
         before = stats()["hits"]
         assert [words([t.replace(" ", M)]) for t in texts] == want, size
