@@ -17,11 +17,20 @@ repetitions, each with new engines. A peer that is not installed is left out wit
     python loadtests/bench_engine.py --quick            # cl100k and o200k, three corpora
     python loadtests/bench_engine.py --startup          # only start-up time and RSS (5 processes)
     python loadtests/bench_engine.py --worst            # only the worst-case table
+    python loadtests/bench_engine.py --memory           # only each engine's memory under new text
+
+Memory under new text: each engine (cl100k_base), alone in a new process, reads 2 million random
+words (every piece new, as a service meets ids, keys and foreign text); its RSS growth after half
+and after all of them tells a bounded cache (flat) from one that keeps every piece it saw. The
+goal is read against the fastest peer of either kind, and against the fastest bounded one: a
+service's cache must be bounded (issue 22), so a peer whose speed comes from an unbounded one is
+shown but marked.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import random
 import statistics
@@ -32,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
-from peers import TIKTOKEN_FILES, Encoder, Maker, available, makers
+from peers import PACKAGES, TIKTOKEN_FILES, Encoder, Maker, available, makers
 from texts import worst_cases
 from tiktoken.load import load_tiktoken_bpe
 
@@ -110,7 +119,68 @@ def timed_once(make: Maker, text: str, before: str) -> float:
     return time.process_time() - start
 
 
-def bench_corpora(names: list[str], corpora: list[Path], repeat: int) -> list[dict[str, object]]:
+UNIQUE_WORDS = 2_000_000
+GROWS = 16.0  # MB of RSS a reader may add over the second million new words and still be bounded
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def memory_of(key: str, name: str = "cl100k_base") -> dict[str, float]:
+    """In this process (a new one): RSS growth of engine `key` after half and all of
+    UNIQUE_WORDS random words, read 200,000 at a time."""
+    pattern = fresh(name, "python").pattern or ""
+    make = (
+        ours(name)
+        if key == "ours"
+        else makers(name, pattern, ranks_of(name), SHARED / "vocab")[key]
+    )
+    encode = make()
+    encode("warm up")
+    rng = random.Random(1)
+    start, half = rss_mb(), 0.0
+    for chunk in range(UNIQUE_WORDS // 200_000):
+        encode(" ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 12)))
+                        for _ in range(200_000)))  # fmt: skip
+        if chunk == UNIQUE_WORDS // 400_000 - 1:
+            half = rss_mb() - start
+    return {"half": round(half, 1), "all": round(rss_mb() - start, 1)}
+
+
+def bench_memory(keys: list[str]) -> dict[str, dict[str, object]]:
+    """memory_of each engine, each in a process of its own; `bounded`: the second half of the
+    words added at most GROWS MB."""
+    out: dict[str, dict[str, object]] = {}
+    print(f"\nRSS growth (MB) over {UNIQUE_WORDS:,} random words, cl100k_base, a process each")
+    for key in keys:
+        run = subprocess.run([sys.executable, __file__, "--memory-of", key],
+                             check=False, capture_output=True, text=True, timeout=900)  # fmt: skip
+        if run.returncode:
+            print(f"note: {key}: no memory figure ({run.stderr.strip()[-120:]})")
+            continue
+        grew: dict[str, object] = msgspec.json.decode(run.stdout.strip().splitlines()[-1])
+        grew["bounded"] = float(grew["all"]) - float(grew["half"]) <= GROWS  # type: ignore[arg-type]
+        out[key] = grew
+        kind = "bounded" if grew["bounded"] else "grows with every new piece"
+        print(f"{key:22} after half {grew['half']:>7} after all {grew['all']:>7}  {kind}")
+    return out
+
+
+def memory_keys(name: str = "cl100k_base") -> list[str]:
+    """Ours and every installed peer of `name`."""
+    pattern = fresh(name, "python").pattern or ""
+    found = makers(name, pattern, {}, SHARED / "vocab")
+    return ["ours"] + [k for k in found if importlib.util.find_spec(PACKAGES[k][1]) is not None]
+
+
+def bench_corpora(
+    names: list[str], corpora: list[Path], repeat: int, unbounded: frozenset[str] | None = None
+) -> list[dict[str, object]]:
+    """A row per tokenizer, corpus and regime: MB/s of each engine, and ours over the fastest
+    peer and (when `unbounded` names the peers whose memory grows with every new piece) over the
+    fastest of the others."""
     rows = []
     for name in names:
         check = "".join(c.read_text("utf-8")[:20_000] for c in corpora)
@@ -131,10 +201,16 @@ def bench_corpora(names: list[str], corpora: list[Path], repeat: int) -> list[di
                                           "regime": regime, "mb": round(mb, 3)}  # fmt: skip
                 row |= {key: mb / t for key, t in best.items()}
                 peers_ = {k: v for k, v in row.items() if k in makers_ and not k.startswith("ours")}
-                if peers_:
-                    fastest = max(peers_, key=lambda k: float(peers_[k]))  # type: ignore[arg-type]
-                    row["fastest_peer"] = fastest
-                    row["ours_vs_fastest"] = float(row["ours"]) / float(peers_[fastest])  # type: ignore[arg-type]
+                kinds = [("fastest", peers_)]
+                if unbounded is not None:
+                    kinds.append(
+                        ("bounded", {k: v for k, v in peers_.items() if k not in unbounded})
+                    )
+                for label, among in kinds:
+                    if among:
+                        top = max(among, key=lambda k: float(among[k]))  # type: ignore[arg-type]
+                        row[f"{label}_peer"] = top
+                        row[f"ours_vs_{label}"] = float(row["ours"]) / float(among[top])  # type: ignore[arg-type]
                 rows.append(row)
                 print(_fmt_row(row, list(makers_)), flush=True)
     return rows
@@ -143,8 +219,9 @@ def bench_corpora(names: list[str], corpora: list[Path], repeat: int) -> list[di
 def _fmt_row(row: dict[str, object], keys: list[str]) -> str:
     cells = [f"{row['tokenizer']:<12}", f"{row['corpus']:<20}", f"{row['regime']:<5}"]
     cells += [f"{k}={float(row[k]):.1f}" for k in keys if k in row]  # type: ignore[arg-type]
-    if "ours_vs_fastest" in row:
-        cells.append(f"ours/{row['fastest_peer']}={float(row['ours_vs_fastest']):.2f}x")  # type: ignore[arg-type]
+    for label in ("fastest", "bounded"):
+        if f"ours_vs_{label}" in row:
+            cells.append(f"ours/{row[f'{label}_peer']}={float(row[f'ours_vs_{label}']):.2f}x")  # type: ignore[arg-type]
     return " ".join(cells)
 
 
@@ -257,7 +334,8 @@ def chart(rows: list[dict[str, object]], path: Path) -> None:
     for row_axes, name in zip(axes, names, strict=True):
         for ax, regime in zip(row_axes, ("cold", "warm"), strict=True):
             mine = [r for r in rows if r["tokenizer"] == name and r["regime"] == regime]
-            skip = {"tokenizer", "corpus", "regime", "mb", "fastest_peer", "ours_vs_fastest"}
+            skip = {"tokenizer", "corpus", "regime", "mb", "fastest_peer", "ours_vs_fastest",
+                    "bounded_peer", "ours_vs_bounded"}  # fmt: skip
             series = [k for k in mine[0] if k not in skip]
             width = 0.8 / len(series)
             for i, s in enumerate(series):
@@ -278,12 +356,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--startup", action="store_true", help="only the start-up figures")
     parser.add_argument("--worst", action="store_true", help="only the worst-case table")
+    parser.add_argument("--memory", action="store_true", help="only the memory under new text")
+    parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # one engine, in its own process
     parser.add_argument("--repeat", type=int, default=3, help="repetitions (new engines each)")
     parser.add_argument(
         "--out", type=Path, default=ROOT / "loadtests" / "results" / "bench_engine.json"
     )
     parser.add_argument("--chart", type=Path, default=ROOT / "docs" / "bench_engine.png")
     args = parser.parse_args()
+    if args.memory_of:
+        print(msgspec.json.encode(memory_of(args.memory_of)).decode())
+        return
+    if args.memory:
+        bench_memory(memory_keys())
+        return
     if args.startup:
         bench_startup()
         return
@@ -297,17 +383,22 @@ def main() -> None:
         corpora = [c for c in corpora if c.stem in ("en_shakespeare", "code_python", "zh_manpages")]
     print("MB/s of CPU time, best of the repetitions (each with engines built anew); "
           "ours/X = ours over the fastest exact peer (above 1 = ours faster)")  # fmt: skip
-    rows = bench_corpora(names, corpora, args.repeat)
+    memory = {} if args.quick else bench_memory(memory_keys())
+    unbounded = frozenset(k for k, m in memory.items() if not m["bounded"]) if memory else None
+    rows = bench_corpora(names, corpora, args.repeat, unbounded)
     for name in names:
         for regime in ("cold", "warm"):
-            vals = [float(r["ours_vs_fastest"]) for r in rows  # type: ignore[arg-type]
-                    if r["tokenizer"] == name and r["regime"] == regime and "ours_vs_fastest" in r]  # fmt: skip
-            if vals:
-                print(f"{name} {regime}: ours vs the fastest exact peer min {min(vals):.2f}x "
-                      f"median {statistics.median(vals):.2f}x")  # fmt: skip
+            for label, what in (("fastest", "exact peer"), ("bounded", "bounded exact peer")):
+                vals = [float(r[f"ours_vs_{label}"]) for r in rows  # type: ignore[arg-type]
+                        if r["tokenizer"] == name and r["regime"] == regime
+                        and f"ours_vs_{label}" in r]  # fmt: skip
+                if vals:
+                    print(f"{name} {regime}: ours vs the fastest {what} min {min(vals):.2f}x "
+                          f"median {statistics.median(vals):.2f}x")  # fmt: skip
     if args.quick:
         return
-    results = {"corpora": rows, "chat": bench_chat(sorted((SHARED / "corpus").glob("*.txt"))),
+    results = {"corpora": rows, "memory": memory,
+               "chat": bench_chat(sorted((SHARED / "corpus").glob("*.txt"))),
                "worst": bench_worst((SHARED / "corpus" / "en_shakespeare.txt").read_text("utf-8")),
                "startup": bench_startup()}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)

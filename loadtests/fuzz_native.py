@@ -270,7 +270,7 @@ def main() -> None:
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(text=texts, which=st.integers(0, len(engines) - 1), raw=st.binary(max_size=300),
            caches=st.tuples(st.sampled_from([0, 0, 4096, 20_000, 1 << 20]),
-                            st.sampled_from([0, 256, 4096, 256 << 10])),
+                            st.sampled_from([0, 640, 4096, 640 << 10])),
            threads=st.booleans())  # fmt: skip
     def check(text: str, which: int, raw: bytes, caches: tuple[int, int], threads: bool) -> None:
         name, engine, tokens = engines[which]
