@@ -255,28 +255,37 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
 }
 
 /* Whether a pair is valid depends on its two tokens alone, and the pairs of one text repeat (a
-   run of Han characters is a few thousand tokens in pairs that recur): a call keeps the answers
-   in a direct-mapped table small enough to stay in the core's cache, in front of bk_valid's
-   look-ups, which miss it. A slot: l << 33 | r << 1 | valid (ids below 2^31); all ones: empty. */
-#define BK_MEMO_SLOTS 8192
+   run of Han characters is a few thousand tokens in pairs that recur): the answers are kept in a
+   direct-mapped table in front of bk_valid's look-ups, which miss the core's cache. The pair
+   (ids below 2^20) is 40 bits, mixed by a bijection of 40 bits; its low BK_MEMO_LOG2 bits pick
+   the slot and the slot keeps the others, so a slot names one pair and its answer is exact. A
+   slot: tag << 2 | 2 | valid; 0: empty (a table from calloc is empty). */
+#define BK_MEMO_LOG2 16
+#define BK_MEMO_SLOTS (1u << BK_MEMO_LOG2)
+#define BK_MEMO_ID_BITS 20
 typedef struct {
-    uint64_t slot[BK_MEMO_SLOTS];
+    uint32_t slot[BK_MEMO_SLOTS];
 } bk_memo;
 
-static bk_memo *bk_memo_new(void) {
-    bk_memo *m = malloc(sizeof *m);
-    if (m) memset(m->slot, 0xFF, sizeof m->slot);
-    return m;
+static bk_memo *bk_memo_new(void) { return calloc(1, sizeof(bk_memo)); }
+
+static inline uint64_t bk_memo_mix(uint32_t l, uint32_t r) {
+    const uint64_t mask = ((uint64_t)1 << (2 * BK_MEMO_ID_BITS)) - 1;
+    uint64_t k = (uint64_t)l << BK_MEMO_ID_BITS | r;
+    k ^= k >> 21; /* each step is invertible on 40 bits */
+    k = (k * 0x9E3779B97F4A7C15ull) & mask;
+    return k ^ (k >> 19);
 }
 
 static inline int bk_valid_memo(const backtrack_t *b, const bytes_table *t, const uint8_t *s,
                                 size_t at, uint32_t l, uint32_t r, bk_memo *m) {
-    if (!m || (l | r) >= 0x80000000u) return bk_valid(b, t, s, at, l, r);
-    uint64_t key = (uint64_t)l << 33 | (uint64_t)r << 1;
-    uint64_t *sl = &m->slot[(size_t)(((uint64_t)l << 32 | r) * 0x9E3779B97F4A7C15ull >> 51)];
-    if ((*sl | 1) == (key | 1)) return (int)(*sl & 1);
+    if (!m || (l | r) >> BK_MEMO_ID_BITS) return bk_valid(b, t, s, at, l, r);
+    uint64_t k = bk_memo_mix(l, r);
+    uint32_t *sl = &m->slot[k & (BK_MEMO_SLOTS - 1)];
+    uint32_t want = (uint32_t)(k >> BK_MEMO_LOG2) << 2 | 2;
+    if ((*sl & ~1u) == want) return (int)(*sl & 1);
     int v = bk_valid(b, t, s, at, l, r);
-    *sl = key | (uint64_t)v;
+    *sl = want | (uint32_t)v;
     return v;
 }
 

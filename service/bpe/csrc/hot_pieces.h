@@ -21,7 +21,8 @@ seen once only wears the counts down (each costs a probe, never an eviction of a
 is still being read).
 
 Beside it the table keeps the backtracking encoder's answers for pairs of tokens (a bk_memo of
-backtrack.h, 64 KiB), so a call does not make and clear its own and the answers outlive it.
+backtrack.h, 256 KiB of zeroed pages), so a call does not make and clear its own and the answers
+outlive it.
 
 Threads: a call takes its engine's table with a try-lock (one compare-and-swap per call, none per
 piece); a call that finds it taken runs without it. Fork: the lock word holds a value of the
@@ -123,7 +124,7 @@ static hot_table *hot_new(size_t nbytes) {
        them; entries start on a line */
     t->block = calloc(1, t->nbytes + 128);
     if (!t->block) { free(t); return NULL; }
-    t->pairs = malloc(sizeof *t->pairs);
+    t->pairs = bk_memo_new();
     if (!t->pairs) { free(t->block); free(t); return NULL; }
     t->e = (hot_entry *)(((uintptr_t)t->block + 127) & ~(uintptr_t)127);
     t->mask = t->nbytes / HOT_SET_BYTES - 1;
@@ -220,8 +221,10 @@ static hot_table *hot_take(hot_table **slot, _Atomic uint32_t *lock) {
         return NULL;
     }
     if (t->gen != g_pc_gen) {
-        if (t->gen) memset(t->e, 0, t->nbytes); /* a parent's entries, under its seed */
-        memset(t->pairs->slot, 0xFF, sizeof t->pairs->slot);
+        if (t->gen) { /* a parent's entries, under its seed */
+            memset(t->e, 0, t->nbytes);
+            memset(t->pairs, 0, sizeof *t->pairs);
+        }
         t->seed[0] = atomic_load_explicit(&g_hot_seed[0], memory_order_relaxed);
         t->seed[1] = atomic_load_explicit(&g_hot_seed[1], memory_order_relaxed);
         t->gen = g_pc_gen;
