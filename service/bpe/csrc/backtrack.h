@@ -263,6 +263,7 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
 #define BK_MEMO_LOG2 16
 #define BK_MEMO_SLOTS (1u << BK_MEMO_LOG2)
 #define BK_MEMO_ID_BITS 20
+_Static_assert(2 * BK_MEMO_ID_BITS - BK_MEMO_LOG2 + 2 <= 32, "a slot keeps the rest of its pair");
 typedef struct {
     uint32_t slot[BK_MEMO_SLOTS];
 } bk_memo;

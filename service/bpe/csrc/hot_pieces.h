@@ -12,7 +12,7 @@ never gives another piece's ids. There are as many large entries as small ones (
 default: 8,192 of each): a large one costs four times the bytes, but its hit saves a merge
 (200-1,500 ns) where a small one saves one look-up of the vocabulary (about 40 ns), and the
 small entries, probed most, stay within 128 KiB of the core's cache. The block comes zeroed from
-the system, so pages no piece has reached take no memory.
+calloc, so pages no piece has reached usually take no memory.
 
 Admission survives scans: a miss takes an empty way or a way whose count is 0; when every way of
 its set is in use it only lowers their counts by one and waits. A hit raises its way's count
@@ -115,13 +115,13 @@ static size_t hot_new_size(size_t nbytes) {
     return sets * HOT_SET_BYTES;
 }
 
-/* a table of at most nbytes (at least one set of sets), empty; NULL without memory */
+/* a table of at most nbytes (at least one group of sets), empty; NULL without memory */
 static hot_table *hot_new(size_t nbytes) {
     hot_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->nbytes = hot_new_size(nbytes);
-    /* zeroed pages from the system (a block this large is mapped anew), touched as pieces reach
-       them; entries start on a line */
+    /* zeroed by calloc (a block this large usually comes from the system mapped anew, its pages
+       taking memory only as pieces reach them); entries start on a line */
     t->block = calloc(1, t->nbytes + 128);
     if (!t->block) { free(t); return NULL; }
     t->pairs = bk_memo_new();
