@@ -257,18 +257,35 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
 /* Whether a pair is valid depends on its two tokens alone, and the pairs of one text repeat (a
    run of Han characters is a few thousand tokens in pairs that recur): the answers are kept in a
    direct-mapped table in front of bk_valid's look-ups, which miss the core's cache. The pair
-   (ids below 2^20) is 40 bits, mixed by a bijection of 40 bits; its low BK_MEMO_LOG2 bits pick
-   the slot and the slot keeps the others, so a slot names one pair and its answer is exact. A
-   slot: tag << 2 | 2 | valid; 0: empty (a table from calloc is empty). */
+   (ids below 2^20) is 40 bits, mixed by a bijection of 40 bits; its low `log2` bits pick the
+   slot and the slot keeps the others, so a slot names one pair and its answer is exact. A slot:
+   tag << 2 | 2 | valid; 0: empty (a table from calloc is empty). The memo kept with an engine's
+   hot pieces has BK_MEMO_LOG2 bits (256 KiB, touched as pairs reach its pages); a call that
+   makes its own (hot pieces off, or held by another thread) a small one, cheap to make. */
 #define BK_MEMO_LOG2 16
-#define BK_MEMO_SLOTS (1u << BK_MEMO_LOG2)
+#define BK_CALL_MEMO_LOG2 13
 #define BK_MEMO_ID_BITS 20
-_Static_assert(2 * BK_MEMO_ID_BITS - BK_MEMO_LOG2 + 2 <= 32, "a slot keeps the rest of its pair");
+_Static_assert(2 * BK_MEMO_ID_BITS - BK_CALL_MEMO_LOG2 + 2 <= 32,
+               "a slot keeps the rest of its pair");
 typedef struct {
-    uint32_t slot[BK_MEMO_SLOTS];
+    unsigned log2;
+    uint32_t slot[];
 } bk_memo;
 
-static bk_memo *bk_memo_new(void) { return calloc(1, sizeof(bk_memo)); }
+static size_t bk_memo_bytes(unsigned log2) {
+    return sizeof(bk_memo) + ((size_t)1 << log2) * sizeof(uint32_t);
+}
+
+static bk_memo *bk_memo_new(unsigned log2) {
+    bk_memo *m = calloc(1, bk_memo_bytes(log2));
+    if (m) m->log2 = log2;
+    return m;
+}
+
+/* forget every answer */
+static void bk_memo_clear(bk_memo *m) {
+    memset(m->slot, 0, bk_memo_bytes(m->log2) - sizeof *m);
+}
 
 static inline uint64_t bk_memo_mix(uint32_t l, uint32_t r) {
     const uint64_t mask = ((uint64_t)1 << (2 * BK_MEMO_ID_BITS)) - 1;
@@ -282,8 +299,8 @@ static inline int bk_valid_memo(const backtrack_t *b, const bytes_table *t, cons
                                 size_t at, uint32_t l, uint32_t r, bk_memo *m) {
     if (!m || (l | r) >> BK_MEMO_ID_BITS) return bk_valid(b, t, s, at, l, r);
     uint64_t k = bk_memo_mix(l, r);
-    uint32_t *sl = &m->slot[k & (BK_MEMO_SLOTS - 1)];
-    uint32_t want = (uint32_t)(k >> BK_MEMO_LOG2) << 2 | 2;
+    uint32_t *sl = &m->slot[k & (((uint64_t)1 << m->log2) - 1)];
+    uint32_t want = (uint32_t)(k >> m->log2) << 2 | 2;
     if ((*sl & ~1u) == want) return (int)(*sl & 1);
     int v = bk_valid(b, t, s, at, l, r);
     *sl = want | (uint32_t)v;

@@ -58,7 +58,8 @@ static int merge_parts(const EngineObject *e, const uint8_t *s, size_t n, sink_t
                        bk_memo **memo) {
     if (e->bk.on && (n >= BACKTRACK_FROM || (n >= BACKTRACK_WIDE_FROM && s[n - 1] >= 0x80)) &&
         !bk_holds_out(&e->bk, s, n)) {
-        if (memo && !*memo) *memo = bk_memo_new(); /* NULL (out of memory): none */
+        if (memo && !*memo) /* NULL (out of memory): none */
+            *memo = bk_memo_new(BK_CALL_MEMO_LOG2);
         return bk_encode(&e->bk, &e->bt, s, n, out, memo ? *memo : NULL);
     }
     if (e->pairs)

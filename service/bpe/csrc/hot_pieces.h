@@ -124,21 +124,21 @@ static hot_table *hot_new(size_t nbytes) {
        taking memory only as pieces reach them); entries start on a line */
     t->block = calloc(1, t->nbytes + 128);
     if (!t->block) { free(t); return NULL; }
-    t->pairs = bk_memo_new();
+    t->pairs = bk_memo_new(BK_MEMO_LOG2);
     if (!t->pairs) { free(t->block); free(t); return NULL; }
     t->e = (hot_entry *)(((uintptr_t)t->block + 127) & ~(uintptr_t)127);
     t->mask = t->nbytes / HOT_SET_BYTES - 1;
     t->sm = (hot_small *)(t->e + 2 * HOT_LARGE * (t->mask + 1));
     t->gen = 0; /* keyed on first use (its entries are empty already) */
     atomic_fetch_add(&g_hot_tables, 1);
-    atomic_fetch_add(&g_hot_held, t->nbytes + sizeof *t->pairs);
+    atomic_fetch_add(&g_hot_held, t->nbytes + bk_memo_bytes(BK_MEMO_LOG2));
     return t;
 }
 
 static void hot_free(hot_table *t) {
     if (!t) return;
     atomic_fetch_sub(&g_hot_tables, 1);
-    atomic_fetch_sub(&g_hot_held, t->nbytes + sizeof *t->pairs);
+    atomic_fetch_sub(&g_hot_held, t->nbytes + bk_memo_bytes(BK_MEMO_LOG2));
     free(t->pairs);
     free(t->block);
     free(t);
@@ -223,7 +223,7 @@ static hot_table *hot_take(hot_table **slot, _Atomic uint32_t *lock) {
     if (t->gen != g_pc_gen) {
         if (t->gen) { /* a parent's entries, under its seed */
             memset(t->e, 0, t->nbytes);
-            memset(t->pairs, 0, sizeof *t->pairs);
+            bk_memo_clear(t->pairs);
         }
         t->seed[0] = atomic_load_explicit(&g_hot_seed[0], memory_order_relaxed);
         t->seed[1] = atomic_load_explicit(&g_hot_seed[1], memory_order_relaxed);
