@@ -55,7 +55,7 @@ static PyObject *native_piece_cache_stats(PyObject *module, PyObject *unused) {
 }
 
 /* hot_pieces(nbytes, seed): every engine's table of hot pieces at most nbytes (0, or less than
-   one set of 256 bytes: off); seed, 16 bytes from the OS, keys the tables (each is keyed anew
+   one group of sets, HOT_SET_BYTES: off); seed, 16 bytes from the OS, keys the tables (each is keyed anew
    when next used). Tables of another size are made anew on their next use. */
 static PyObject *native_hot_pieces(PyObject *module, PyObject *args) {
     (void)module;

@@ -155,9 +155,18 @@ static inline int hot_same(const hot_entry *e, const hot_key *k, size_t n) {
     return e->len == n && e->key[0] == k->w[0] && e->key[1] == k->w[1] && e->key[2] == k->w[2];
 }
 
+/* the set of two large entries, and the set of four small ones, of a piece with hash h */
+static inline hot_entry *hot_set(const hot_table *t, uint64_t h) {
+    return &t->e[2 * ((h >> 20) & (HOT_LARGE * (t->mask + 1) - 1))];
+}
+
+static inline hot_small *hot_small_set(const hot_table *t, uint64_t h) {
+    return &t->sm[4 * ((h >> 40) & (2 * t->mask + 1))];
+}
+
 /* the entry of the piece with key k and hash h, or NULL */
 static inline hot_entry *hot_find(hot_table *t, const hot_key *k, size_t n, uint64_t h) {
-    hot_entry *set = &t->e[2 * ((h >> 20) & (HOT_LARGE * (t->mask + 1) - 1))];
+    hot_entry *set = hot_set(t, h);
     if (hot_same(&set[0], k, n)) return &set[0];
     if (hot_same(&set[1], k, n)) return &set[1];
     return NULL;
@@ -165,7 +174,7 @@ static inline hot_entry *hot_find(hot_table *t, const hot_key *k, size_t n, uint
 
 /* the small entry of the one-token piece of n <= 8 bytes `key` (hash h), or NULL */
 static inline hot_small *hot_small_find(hot_table *t, uint64_t key, size_t n, uint64_t h) {
-    hot_small *set = &t->sm[4 * ((h >> 40) & (2 * t->mask + 1))];
+    hot_small *set = hot_small_set(t, h);
     for (int w = 0; w < 4; w++)
         if (set[w].key == key && set[w].len == n) return &set[w];
     return NULL;
@@ -173,7 +182,7 @@ static inline hot_small *hot_small_find(hot_table *t, uint64_t key, size_t n, ui
 
 /* keep the one-token piece of n <= 8 bytes `key` (as hot_put keeps the others) */
 static inline void hot_small_put(hot_table *t, uint64_t key, size_t n, uint64_t h, uint32_t id) {
-    hot_small *set = &t->sm[4 * ((h >> 40) & (2 * t->mask + 1))], *e = &set[0];
+    hot_small *set = hot_small_set(t, h), *e = &set[0];
     for (int w = 1; w < 4; w++)
         if (set[w].freq < e->freq || (!set[w].len && e->len)) e = &set[w];
     if (e->len && e->freq) {
@@ -188,7 +197,7 @@ static inline void hot_small_put(hot_table *t, uint64_t key, size_t n, uint64_t 
 static inline void hot_put(hot_table *t, const hot_key *k, size_t n, uint64_t h,
                            const uint32_t *ids, size_t nids) {
     if (nids > HOT_IDS) return;
-    hot_entry *set = &t->e[2 * ((h >> 20) & (HOT_LARGE * (t->mask + 1) - 1))];
+    hot_entry *set = hot_set(t, h);
     hot_entry *e = set[0].freq <= set[1].freq ? &set[0] : &set[1];
     if (e->len && e->freq) { /* both ways in use: they age, the new piece waits */
         set[0].freq -= set[0].freq > 0;
