@@ -124,16 +124,18 @@ static int bk_index(backtrack_t *b, int qualifies) {
         if (rc == -2) return 0; /* too many trie nodes: b->on stays 0 */
         if (rc) return -1;
     }
-    trie_link *dst = trie_links_new(&b->trie);
-    if (!dst) return -1;
+    int rc;
+    trie_link *dst = trie_links_new(&b->trie, b->ntok, &rc);
+    if (!dst) return rc == -2 ? 0 : -1; /* too many trie nodes: b->on stays 0 */
     for (uint32_t id = 0; id < b->ntok; id++)
         if (b->left[id] != NO_RANK && b->len[id] != 0)
             trie_place(&b->trie, dst, b->blob + b->off[id], b->len[id]);
-    trie_relayout(&b->trie, dst);
-    trie_seal(&b->trie);
-    for (uint32_t id = 0; id < b->ntok; id++)
+    trie_seal(&b->trie, dst);
+    for (uint32_t id = 0; id < b->ntok; id++) {
+        size_t k;
         if (b->left[id] != NO_RANK && b->len[id] >= 2)
-            b->shorter[id] = trie_longest(&b->trie, b->blob + b->off[id], (size_t)b->len[id] - 1);
+            b->shorter[id] = trie_longest(&b->trie, b->blob + b->off[id], b->len[id] - 1u, &k);
+    }
     b->on = qualifies;
     return 0;
 }
@@ -320,26 +322,31 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
     int rc = -1;
     if (!toks || !dead) goto done;
     memset(dead, 0, words * sizeof *dead);
-    size_t top = 0, pos = 0;
-    uint32_t next = trie_longest(&b->trie, s, n);
+    size_t top = 0, pos = 0, next_len;
+    uint32_t next = trie_longest(&b->trie, s, n, &next_len);
     while (pos < n) {
         uint32_t tok = next, last = top ? toks[top - 1] : NO_RANK;
+        size_t len = next_len;
         if (tok == NO_RANK) { rc = -2; goto done; } /* a byte that is no token */
         for (;;) {
-            size_t end = pos + b->len[tok];
+            size_t end = pos + len;
             if (!(dead[end >> 6] >> (end & 63) & 1) &&
                 (last == NO_RANK || bk_valid_memo(b, t, s, pos, last, tok, m))) {
                 toks[top++] = tok;
                 pos = end;
-                next = pos < n ? trie_longest(&b->trie, s + pos, n - pos) : NO_RANK;
+                next = pos < n ? trie_longest(&b->trie, s + pos, n - pos, &next_len) : NO_RANK;
                 break;
             }
-            if ((tok = b->shorter[tok]) != NO_RANK) continue;
+            if ((tok = b->shorter[tok]) != NO_RANK) {
+                len = b->len[tok];
+                continue;
+            }
             if (last == NO_RANK) { rc = -2; goto done; } /* cannot happen: bytes always fit */
             dead[pos >> 6] |= (uint64_t)1 << (pos & 63);
             top--;
             pos -= b->len[last];
             next = last;
+            next_len = b->len[last];
             break;
         }
     }

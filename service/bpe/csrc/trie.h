@@ -1,9 +1,10 @@
 /* A byte trie of tokens, for "the longest token that starts here" (backtrack.h).
 
 Depth 1 and 2 are direct tables (256 and 65536 entries); deeper links live in one open-addressing
-hash table keyed by (node, byte), 8 bytes a link: the node it leads to, with a flag for "a
-token ends there", so one step down is one look-up; the token itself is read once, for the
-deepest flagged node of a walk. A link sits where a hash of the bytes of its whole prefix points
+hash table keyed by (node, byte), 8 bytes a link: the node it leads to, so one step down is one
+look-up. Once built, the nodes are numbered so that a node where a token ends has that token's id
+(the others come after every id): a walk knows the token of the deepest node it reached, and its
+length, without another read. A link sits where a hash of the bytes of its whole prefix points
 (not of its key): a walk computes every position it may read from the text alone, before its
 first step, so the fetches from memory overlap instead of waiting on each other (a run of Han
 characters walks 4-9 links per token, each a miss of the core's cache). The table is built keyed
@@ -21,11 +22,10 @@ typedef struct {
 
 typedef struct {
     uint32_t key;  /* node << 8 | byte; TRIE_EMPTY when the slot is empty */
-    uint32_t node; /* | TRIE_ENDS when a token ends at that node */
+    uint32_t node; /* below ntok (once sealed): the token that ends there */
 } trie_link;
 
 #define TRIE_EMPTY UINT32_MAX
-#define TRIE_ENDS 0x80000000u
 #define TRIE_MAX_NODES ((1u << 24) - 1) /* node << 8 | byte must fit in 32 bits */
 
 typedef struct {
@@ -34,20 +34,22 @@ typedef struct {
     trie_link *link;
     size_t link_mask, links;
     unsigned shift; /* 64 - log2(link_mask + 1): a prefix hash's top bits are its position */
-    uint32_t *node_tok; /* node -> token ending there, NO_RANK if none */
+    uint32_t *node_tok; /* while building: node -> token ending there, NO_RANK if none */
+    uint32_t *renum;    /* while sealing: node as built -> node as sealed */
     uint32_t nodes, node_cap;
+    uint32_t ntok; /* once sealed: nodes below it are the tokens ending there */
 } trie_t;
 
 static void trie_free(trie_t *t) {
     free(t->depth2);
     free(t->link);
     free(t->node_tok);
+    free(t->renum);
     memset(t, 0, sizeof *t);
 }
 
 static size_t trie_nbytes(const trie_t *t) {
-    return 65536 * sizeof(trie_entry) + (t->link_mask + 1) * sizeof(trie_link) +
-           (size_t)t->node_cap * sizeof(uint32_t);
+    return 65536 * sizeof(trie_entry) + (t->link_mask + 1) * sizeof(trie_link);
 }
 
 static inline size_t trie_hash(uint32_t key) {
@@ -78,13 +80,17 @@ static inline const trie_link *trie_step(const trie_t *t, uint32_t node, uint8_t
     }
 }
 
-/* the longest token s[0:k] (1 <= k <= n), NO_RANK if none */
-static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n) {
+/* the longest token s[0:*k] (1 <= *k <= n), NO_RANK if none */
+static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n, size_t *k) {
     uint32_t best = t->root[s[0]].tok;
+    *k = 1;
     if (n < 2) return best;
     const trie_entry *d = &t->depth2[(size_t)s[0] << 8 | s[1]];
     if (d->node == NO_RANK) return best;
-    if (d->tok != NO_RANK) best = d->tok;
+    if (d->tok != NO_RANK) {
+        best = d->tok;
+        *k = 2;
+    }
     uint64_t ahead[TRIE_AHEAD], h = trie_seed(s[0], s[1]);
     size_t m = n < TRIE_AHEAD ? n : TRIE_AHEAD;
     for (size_t i = 2; i < m; i++) {
@@ -93,15 +99,18 @@ static inline uint32_t trie_longest(const trie_t *t, const uint8_t *s, size_t n)
         __builtin_prefetch(&t->link[h >> t->shift]);
 #endif
     }
-    uint32_t node = d->node, deepest = NO_RANK; /* the deepest node below depth 2 a token ends at */
+    uint32_t node = d->node;
     for (size_t i = 2; i < n; i++) {
         h = i < m ? ahead[i] : trie_next(h, s[i]);
         const trie_link *l = trie_step(t, node, s[i], h);
         if (!l) break;
-        node = l->node & ~TRIE_ENDS;
-        if (l->node & TRIE_ENDS) deepest = node;
+        node = l->node;
+        if (node < t->ntok) {
+            best = node;
+            *k = i + 1;
+        }
     }
-    return deepest != NO_RANK ? t->node_tok[deepest] : best;
+    return best;
 }
 
 /* ---- building: trie_init, trie_insert for each token, then trie_seal ---- */
@@ -184,9 +193,26 @@ static int trie_insert(trie_t *t, const uint8_t *s, size_t n, uint32_t id) {
     return 0;
 }
 
-/* After every trie_insert: a table of the same size to lay the links out by prefix into (NULL:
-   out of memory), trie_place for each token inserted, then trie_relayout. */
-static trie_link *trie_links_new(trie_t *t) {
+/* After every trie_insert (ids below ntok): the nodes' new numbers, and a table of the same size
+   to lay the links out by prefix into (NULL: out of memory, or -2 in *rc: too many nodes), then
+   trie_place for each token inserted, then trie_seal. */
+static trie_link *trie_links_new(trie_t *t, uint32_t ntok, int *rc) {
+    *rc = ntok > TRIE_MAX_NODES ? -2 : -1;
+    if (*rc == -2) return NULL;
+    t->renum = malloc((t->nodes ? t->nodes : 1) * sizeof *t->renum);
+    if (!t->renum) return NULL;
+    uint32_t next = ntok;
+    for (uint32_t node = 0; node < t->nodes; node++) {
+        if (t->node_tok[node] != NO_RANK) {
+            t->renum[node] = t->node_tok[node];
+        } else if (next == TRIE_MAX_NODES) {
+            *rc = -2;
+            return NULL;
+        } else {
+            t->renum[node] = next++;
+        }
+    }
+    t->ntok = ntok;
     trie_link *dst = malloc((t->link_mask + 1) * sizeof *dst);
     if (dst) memset(dst, 0xFF, (t->link_mask + 1) * sizeof *dst);
     t->shift = 64;
@@ -202,29 +228,27 @@ static void trie_place(const trie_t *t, trie_link *dst, const uint8_t *s, size_t
         const trie_link *l = trie_built(t, node, s[i]); /* there: the token was inserted */
         h = trie_next(h, s[i]);
         size_t j = (size_t)(h >> t->shift);
-        while (dst[j].key != TRIE_EMPTY && dst[j].key != l->key) j = (j + 1) & t->link_mask;
-        dst[j] = *l;
+        uint32_t key = t->renum[node] << 8 | s[i];
+        while (dst[j].key != TRIE_EMPTY && dst[j].key != key) j = (j + 1) & t->link_mask;
+        dst[j] = (trie_link){key, t->renum[l->node]};
         node = l->node;
     }
 }
 
-static void trie_relayout(trie_t *t, trie_link *dst) {
+/* the links laid out by prefix and numbered anew; the tokens of depth 1 and 2 go into their
+   entries */
+static void trie_seal(trie_t *t, trie_link *dst) {
     free(t->link);
     t->link = dst;
-}
-
-/* the tokens of depth 1 and 2 go into their entries; deeper links get their TRIE_ENDS flag */
-static void trie_seal(trie_t *t) {
-    for (int i = 0; i < 256; i++)
-        if (t->root[i].node != NO_RANK) t->root[i].tok = t->node_tok[t->root[i].node];
-    for (size_t i = 0; i < 65536; i++)
-        if (t->depth2[i].node != NO_RANK) t->depth2[i].tok = t->node_tok[t->depth2[i].node];
-    for (size_t i = 0; i <= t->link_mask; i++)
-        if (t->link[i].key != TRIE_EMPTY && t->node_tok[t->link[i].node] != NO_RANK)
-            t->link[i].node |= TRIE_ENDS;
-    uint32_t *fit = realloc(t->node_tok, (t->nodes ? t->nodes : 1) * sizeof *fit);
-    if (fit) {
-        t->node_tok = fit;
-        t->node_cap = t->nodes;
-    }
+    trie_entry *d[2] = {t->root, t->depth2};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < (k ? 65536u : 256u); i++)
+            if (d[k][i].node != NO_RANK) {
+                d[k][i].tok = t->node_tok[d[k][i].node];
+                d[k][i].node = t->renum[d[k][i].node];
+            }
+    free(t->node_tok);
+    free(t->renum);
+    t->node_tok = t->renum = NULL;
+    t->node_cap = 0;
 }
