@@ -52,6 +52,8 @@ typedef struct {
     uint32_t nout;
     uint64_t *out_heads;      /* a bit per hash of their first three bytes (NULL: none) */
     int on;                   /* 1: built, and the vocabulary qualifies */
+    int trie_all;             /* 1: every token's bytes end at a token of the trie, so no token
+                                 is longer than the trie's longest match where it starts */
 } backtrack_t;
 
 static void bk_free(backtrack_t *b) {
@@ -135,6 +137,13 @@ static int bk_index(backtrack_t *b, int qualifies) {
         size_t k;
         if (b->left[id] != NO_RANK && b->len[id] >= 2)
             b->shorter[id] = trie_longest(&b->trie, b->blob + b->off[id], b->len[id] - 1u, &k);
+    }
+    b->trie_all = 1;
+    for (uint32_t id = 0; id < b->ntok && b->trie_all; id++) {
+        size_t k = 0;
+        if (b->left[id] == NO_RANK && b->len[id] != 0) /* not inserted: its bytes may be */
+            trie_longest(&b->trie, b->blob + b->off[id], b->len[id], &k);
+        if (b->left[id] == NO_RANK && b->len[id] != k) b->trie_all = 0;
     }
     b->on = qualifies;
     return 0;
@@ -223,12 +232,16 @@ static int bk_build_pairs(backtrack_t *b, const pair_table *t, const uint32_t *t
 
 /* ---- encoding ---- */
 
-/* Would the rule, run on the bytes of `l` then `r` (meeting at s[at]), give exactly l, r? */
+/* Would the rule, run on the bytes of `l` then `r` (meeting at s[at]), give exactly l, r?
+   `reach`: no token that starts where l does is longer (SIZE_MAX: not known). Two parts that
+   start there and are longer together are no token, with no look-up. */
 static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uint8_t *s, size_t at,
-                           uint32_t l, uint32_t r) {
+                           uint32_t l, uint32_t r, size_t reach) {
     uint32_t limit = NO_RANK, ll = b->len[l], rl = b->len[r];
     for (;;) {
-        uint32_t across = b->pairs ? pt_lookup(b->pairs, l, r) : bt_lookup(t, s + at - ll, ll + rl);
+        uint32_t across = (size_t)ll + rl > reach ? NO_RANK
+                          : b->pairs              ? pt_lookup(b->pairs, l, r)
+                                                  : bt_lookup(t, s + at - ll, ll + rl);
         if (across != NO_RANK && across < limit) return 0;
         if (l > r) { /* l was merged last: undo it */
             limit = l;
@@ -240,6 +253,7 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
             } else {
                 l = b->right[l];
                 ll = b->len[l];
+                reach = SIZE_MAX; /* l starts further on */
             }
         } else {
             limit = r + 1;
@@ -248,6 +262,7 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
                 if (b->right[l] == l) return 1;
                 l = b->right[l];
                 ll = b->len[l];
+                reach = SIZE_MAX;
             } else {
                 r = b->left[r];
                 rl = b->len[r];
@@ -298,13 +313,13 @@ static inline uint64_t bk_memo_mix(uint32_t l, uint32_t r) {
 }
 
 static inline int bk_valid_memo(const backtrack_t *b, const bytes_table *t, const uint8_t *s,
-                                size_t at, uint32_t l, uint32_t r, bk_memo *m) {
-    if (!m || (l | r) >> BK_MEMO_ID_BITS) return bk_valid(b, t, s, at, l, r);
+                                size_t at, uint32_t l, uint32_t r, size_t reach, bk_memo *m) {
+    if (!m || (l | r) >> BK_MEMO_ID_BITS) return bk_valid(b, t, s, at, l, r, reach);
     uint64_t k = bk_memo_mix(l, r);
     uint32_t *sl = &m->slot[k & (((uint64_t)1 << m->log2) - 1)];
     uint32_t want = (uint32_t)(k >> m->log2) << 2 | 2;
     if ((*sl & ~1u) == want) return (int)(*sl & 1);
-    int v = bk_valid(b, t, s, at, l, r);
+    int v = bk_valid(b, t, s, at, l, r, reach);
     *sl = want | (uint32_t)v;
     return v;
 }
@@ -314,27 +329,33 @@ static inline int bk_valid_memo(const backtrack_t *b, const bytes_table *t, cons
 static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *s, size_t n,
                      sink_t *out, bk_memo *m) {
     uint32_t stack_toks[BK_STACK_PIECE];
+    uint16_t stack_reach[BK_STACK_PIECE];
     uint64_t stack_dead[BK_STACK_PIECE / 64 + 1];
     int small = n <= BK_STACK_PIECE;
     size_t words = n / 64 + 1;
     uint32_t *toks = small ? stack_toks : malloc(n * sizeof *toks);
+    uint16_t *reaches = small ? stack_reach : malloc(n * sizeof *reaches); /* by toks: trie's
+                                                                longest match where each starts */
     uint64_t *dead = small ? stack_dead : malloc(words * sizeof *dead); /* bit p: no way on from p */
     int rc = -1;
-    if (!toks || !dead) goto done;
+    if (!toks || !reaches || !dead) goto done;
     memset(dead, 0, words * sizeof *dead);
-    size_t top = 0, pos = 0, next_len;
-    uint32_t next = trie_longest(&b->trie, s, n, &next_len);
+    size_t top = 0, pos = 0, reach; /* the longest match at pos */
+    uint32_t next = trie_longest(&b->trie, s, n, &reach);
+    size_t len = reach;
     while (pos < n) {
         uint32_t tok = next, last = top ? toks[top - 1] : NO_RANK;
-        size_t len = next_len;
+        size_t last_reach = top && b->trie_all ? reaches[top - 1] : SIZE_MAX;
         if (tok == NO_RANK) { rc = -2; goto done; } /* a byte that is no token */
         for (;;) {
             size_t end = pos + len;
             if (!(dead[end >> 6] >> (end & 63) & 1) &&
-                (last == NO_RANK || bk_valid_memo(b, t, s, pos, last, tok, m))) {
-                toks[top++] = tok;
+                (last == NO_RANK || bk_valid_memo(b, t, s, pos, last, tok, last_reach, m))) {
+                toks[top] = tok;
+                reaches[top++] = (uint16_t)reach;
                 pos = end;
-                next = pos < n ? trie_longest(&b->trie, s + pos, n - pos, &next_len) : NO_RANK;
+                next = pos < n ? trie_longest(&b->trie, s + pos, n - pos, &reach) : NO_RANK;
+                len = reach;
                 break;
             }
             if ((tok = b->shorter[tok]) != NO_RANK) {
@@ -346,7 +367,8 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
             top--;
             pos -= b->len[last];
             next = last;
-            next_len = b->len[last];
+            len = b->len[last];
+            reach = reaches[top];
             break;
         }
     }
@@ -354,6 +376,7 @@ static int bk_encode(const backtrack_t *b, const bytes_table *t, const uint8_t *
 done:
     if (!small) {
         free(toks);
+        free(reaches);
         free(dead);
     }
     return rc;
