@@ -17,6 +17,15 @@ def test_hits_return_the_computed_ids_and_owners_are_kept_apart() -> None:
     assert (cache.hits, cache.misses) == (1, 2)
 
 
+def test_a_miss_gives_the_computed_list_and_keeps_a_copy() -> None:
+    cache = TextCache(max_bytes=1 << 20)
+    made = [3, 1, 4]
+    got = cache.ids("a", "pie", lambda t: made)
+    assert got is made  # no second list built for the caller
+    made[0] = 99  # the caller's to change
+    assert list(cache.ids("a", "pie", lambda t: [0])) == [3, 1, 4]
+
+
 def test_the_byte_bound_evicts_least_recently_used() -> None:
     cache = TextCache(max_bytes=2000)
     for i in range(100):

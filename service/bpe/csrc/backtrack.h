@@ -279,7 +279,9 @@ static inline int bk_valid(const backtrack_t *b, const bytes_table *t, const uin
    tag << 2 | 2 | valid; 0: empty (a table from calloc is empty). The memo kept with an engine's
    hot pieces has BK_MEMO_LOG2 bits (256 KiB, touched as pairs reach its pages); a call that
    makes its own (hot pieces off, or held by another thread) a small one, cheap to make. */
+#ifndef BK_MEMO_LOG2
 #define BK_MEMO_LOG2 16
+#endif
 #define BK_CALL_MEMO_LOG2 13
 #define BK_MEMO_ID_BITS 20
 _Static_assert(2 * BK_MEMO_ID_BITS - BK_CALL_MEMO_LOG2 + 2 <= 32,
