@@ -52,8 +52,9 @@ typedef struct {
     uint32_t nout;
     uint64_t *out_heads;      /* a bit per hash of their first three bytes (NULL: none) */
     int on;                   /* 1: built, and the vocabulary qualifies */
-    int trie_all;             /* 1: every token's bytes end at a token of the trie, so no token
-                                 is longer than the trie's longest match where it starts */
+    int trie_all;             /* 1: every token a pair's check may meet (bk_valid) ends at a
+                                 token of the trie, so none is longer than the trie's longest
+                                 match where it starts */
 } backtrack_t;
 
 static void bk_free(backtrack_t *b) {
@@ -117,8 +118,10 @@ static int bk_alloc(backtrack_t *b) {
     return 0;
 }
 
-/* the trie of the reachable tokens and their shorter prefixes; b->on = qualifies */
-static int bk_index(backtrack_t *b, int qualifies) {
+/* the trie of the reachable tokens and their shorter prefixes; b->on = qualifies. `met(b, id)`:
+   whether a pair's check may meet the token id (a piece that holds one of the ranks rule's
+   tokens left out never backtracks; the pairs rule meets only the tokens its merges make). */
+static int bk_index(backtrack_t *b, int qualifies, int (*met)(const backtrack_t *, uint32_t)) {
     if (trie_init(&b->trie)) return -1;
     for (uint32_t id = 0; id < b->ntok; id++) {
         if (b->left[id] == NO_RANK || b->len[id] == 0) continue;
@@ -141,12 +144,23 @@ static int bk_index(backtrack_t *b, int qualifies) {
     b->trie_all = 1;
     for (uint32_t id = 0; id < b->ntok && b->trie_all; id++) {
         size_t k = 0;
-        if (b->left[id] == NO_RANK && b->len[id] != 0) /* not inserted: its bytes may be */
-            trie_longest(&b->trie, b->blob + b->off[id], b->len[id], &k);
-        if (b->left[id] == NO_RANK && b->len[id] != k) b->trie_all = 0;
+        if (b->left[id] != NO_RANK || b->len[id] == 0 || !met(b, id)) continue;
+        trie_longest(&b->trie, b->blob + b->off[id], b->len[id], &k); /* the same bytes? */
+        if (k != b->len[id]) b->trie_all = 0;
     }
     b->on = qualifies;
     return 0;
+}
+
+static int bk_met_ranks(const backtrack_t *b, uint32_t id) {
+    for (uint32_t j = 0; j < b->nout; j++)
+        if (b->out[j] == id) return 0;
+    return 1;
+}
+
+/* (pairs) a token some merge makes: its parts are kept in `right` while the trie is built */
+static int bk_met_pairs(const backtrack_t *b, uint32_t id) {
+    return b->right[id] != NO_RANK;
 }
 
 /* Run the ranks rule on s[0:n] (n >= 2) until two parts are left: 1 and *k = where they meet,
@@ -193,7 +207,7 @@ static int bk_build_ranks(backtrack_t *b, const bytes_table *t) {
             b->right[id] = r;
         }
     }
-    return bk_index(b, 1);
+    return bk_index(b, 1, bk_met_ranks);
 }
 
 /* The pairs vocabulary of `t` and its merges (left, right, new; `count` of them), once the caller
@@ -224,10 +238,13 @@ static int bk_build_pairs(backtrack_t *b, const pair_table *t, const uint32_t *t
         out.len = 0;
         int rc = merge_pairs_piece(t, b->blob + b->off[id], b->len[id], &out);
         if (rc) { free(out.ids); return -1; }
-        if (out.len != 1 || out.ids[0] != id) b->left[id] = b->right[id] = NO_RANK;
+        if (out.len != 1 || out.ids[0] != id) b->left[id] = NO_RANK; /* not reachable */
     }
     free(out.ids);
-    return bk_index(b, qualifies);
+    int rc = bk_index(b, qualifies, bk_met_pairs);
+    for (uint32_t id = 0; id < b->ntok; id++)
+        if (b->left[id] == NO_RANK) b->right[id] = NO_RANK;
+    return rc;
 }
 
 /* ---- encoding ---- */
