@@ -126,6 +126,30 @@ def test_backtracking_on_random_pairs_vocabularies(data: st.DataObject, alphabet
         assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), alphabet=alphabets)
+def test_backtracking_on_pairs_vocabularies_with_tokens_no_merge_makes(
+    data: st.DataObject, alphabet: str
+) -> None:
+    """A format v2 `pairs` file may list tokens that no merge makes (`toksvc import hf` writes
+    one for each vocabulary entry without a merge): the pairs rule never outputs them, and the
+    backtracking encoder, still on for such a file, gives the reference's ids."""
+    ids = list(alphabet.encode())
+    merges: list[tuple[int, int, int]] = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
+        if all(m[:2] != (left, right) for m in merges):
+            merges.append((left, right, 256 + len(merges)))
+            ids.append(merges[-1][2])
+    unmade = data.draw(st.lists(st.text(alphabet, min_size=2, max_size=9), max_size=12))
+    extra = {256 + len(merges) + i: w.encode() for i, w in enumerate(unmade)}
+    vocab = Vocabulary.build("pairs", merges, extra_tokens=extra)
+    fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
+    assert fast.backtracking
+    for text in data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=8)):
+        assert fast.encode_ordinary(text) == slow.encode_ordinary(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), alphabet=alphabets)
 def test_pieces_of_one_call_share_its_memo_of_pairs(data: st.DataObject, alphabet: str) -> None:
