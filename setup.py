@@ -49,6 +49,7 @@ setup(
             depends=[
                 "service/bpe/csrc/merge.h",
                 "service/bpe/csrc/backtrack.h",
+                "service/bpe/csrc/backtrack_build.h",
                 "service/bpe/csrc/engine.h",
                 "service/bpe/csrc/engine_init.h",
                 "service/bpe/csrc/trie.h",

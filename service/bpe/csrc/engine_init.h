@@ -3,6 +3,7 @@
    backtracking encoder's tables when the vocabulary qualifies. Included by _native.c only. */
 #pragma once
 #include "engine.h"
+#include "backtrack_build.h"
 
 static size_t pow2_at_least(size_t x) {
     size_t p = 16;
