@@ -88,6 +88,19 @@ def test_backtracking_merges_any_bytes_as_the_reference(
 alphabets = st.sampled_from(["ab", "abc", "abcd"])
 
 
+def random_merges(data: st.DataObject, alphabet: str) -> list[tuple[int, int, int]]:
+    """Up to 40 merges, each joining two earlier ids (bytes of `alphabet` or merged tokens) into
+    the next id from 256; no pair is merged twice."""
+    ids = list(alphabet.encode())
+    merges: list[tuple[int, int, int]] = []
+    for _ in range(data.draw(st.integers(1, 40))):
+        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
+        if all(m[:2] != (left, right) for m in merges):
+            merges.append((left, right, 256 + len(merges)))
+            ids.append(merges[-1][2])
+    return merges
+
+
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), alphabet=alphabets)
 def test_backtracking_on_random_ranks_vocabularies(data: st.DataObject, alphabet: str) -> None:
@@ -111,14 +124,7 @@ def test_backtracking_on_random_ranks_vocabularies(data: st.DataObject, alphabet
 def test_backtracking_on_random_pairs_vocabularies(data: st.DataObject, alphabet: str) -> None:
     """Random merge lists (each merge joins two earlier ids into the next id) under the `pairs`
     rule: the backtracking encoder gives the reference's ids."""
-    ids = list(alphabet.encode())
-    merges: list[tuple[int, int, int]] = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
-        if any(m[:2] == (left, right) for m in merges):
-            continue
-        merges.append((left, right, 256 + len(merges)))
-        ids.append(256 + len(merges) - 1)
+    merges = random_merges(data, alphabet)
     vocab = Vocabulary.build("pairs", merges)
     fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
     assert fast.backtracking
@@ -134,13 +140,7 @@ def test_backtracking_on_pairs_vocabularies_with_tokens_no_merge_makes(
     """A format v2 `pairs` file may list tokens that no merge makes (`toksvc import hf` writes
     one for each vocabulary entry without a merge): the pairs rule never outputs them, and the
     backtracking encoder, still on for such a file, gives the reference's ids."""
-    ids = list(alphabet.encode())
-    merges: list[tuple[int, int, int]] = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
-        if all(m[:2] != (left, right) for m in merges):
-            merges.append((left, right, 256 + len(merges)))
-            ids.append(merges[-1][2])
+    merges = random_merges(data, alphabet)
     unmade = data.draw(st.lists(st.text(alphabet, min_size=2, max_size=9), max_size=12))
     extra = {256 + len(merges) + i: w.encode() for i, w in enumerate(unmade)}
     vocab = Vocabulary.build("pairs", merges, extra_tokens=extra)
@@ -161,13 +161,7 @@ def test_pieces_of_one_call_share_its_memo_of_pairs(data: st.DataObject, alphabe
     tokens: list[bytes | None] = [bytes([b]) for b in range(256)]
     tokens += [w.encode() for w in order]
     ranks = Vocabulary("ranks", range(256), tokens, array("I"))
-    ids = list(alphabet.encode())
-    merges: list[tuple[int, int, int]] = []
-    for _ in range(data.draw(st.integers(1, 40))):
-        left, right = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
-        if all(m[:2] != (left, right) for m in merges):
-            merges.append((left, right, 256 + len(merges)))
-            ids.append(merges[-1][2])
+    merges = random_merges(data, alphabet)
     pieces_ = data.draw(st.lists(st.text(alphabet, min_size=16, max_size=150), max_size=30))
     for vocab in (ranks, Vocabulary.build("pairs", merges)):
         fast, slow = NativeEngine(vocab, None), PythonEngine(vocab, None)
