@@ -31,6 +31,15 @@ def _ids(result: object) -> list[int]:
     return ids if isinstance(ids, list) else list(ids)  # type: ignore[call-overload]
 
 
+def _quicktok_new(name: str) -> Encoder:
+    """A new quicktok-v1 engine. Not `quicktok.get_encoding`: it returns one engine per name for
+    the whole process, whose memo of pair answers (8 MB) then keeps every pair it has read, so a
+    "new" engine would start warm."""
+    import quicktok
+
+    return quicktok.Tokenizer(name, "").encode_ordinary  # type: ignore[no-any-return]
+
+
 def makers(name: str, pattern: str, ranks: dict[bytes, int], vocab: Path) -> dict[str, Maker]:
     """Every peer that may serve `name` (split by `pattern`, with `ranks`), installed or not."""
     tfile = TIKTOKEN_FILES[name]
@@ -61,9 +70,7 @@ def makers(name: str, pattern: str, ranks: dict[bytes, int], vocab: Path) -> dic
             return _bindings.tokenizer_for_encoding(name).encode  # type: ignore[no-any-return]
 
         def quicktok_() -> Encoder:
-            import quicktok
-
-            return quicktok.get_encoding(name).encode_ordinary  # type: ignore[no-any-return]
+            return _quicktok_new(name)
 
         def splintr_() -> Encoder:
             import splintr
@@ -112,9 +119,7 @@ def makers(name: str, pattern: str, ranks: dict[bytes, int], vocab: Path) -> dic
             return splintr.from_json(json).encode_ordinary  # type: ignore[no-any-return]
 
         def quicktok_hf() -> Encoder:
-            import quicktok
-
-            return quicktok.get_encoding(name).encode_ordinary  # type: ignore[no-any-return]
+            return _quicktok_new(name)
 
         out |= {"hf-tokenizers": hf, "fastokens": fastokens_hf, "gigatoken": gigatoken_hf,
                 "splintr-rs": splintr_hf, "quicktok-v1": quicktok_hf}  # fmt: skip
