@@ -48,6 +48,7 @@ setup(
             sources=["service/bpe/csrc/_native.c"],
             depends=[
                 "service/bpe/csrc/merge.h",
+                "service/bpe/csrc/token_tables.h",
                 "service/bpe/csrc/backtrack.h",
                 "service/bpe/csrc/backtrack_build.h",
                 "service/bpe/csrc/engine.h",
@@ -58,6 +59,7 @@ setup(
                 "service/bpe/csrc/caches_module.h",
                 "service/bpe/csrc/ascii_runs.h",
                 "service/bpe/csrc/pretok.h",
+                "service/bpe/csrc/pretok_cased.h",
                 "service/bpe/csrc/pretok_chain.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",

@@ -10,6 +10,7 @@
 #include "merge.h"
 #include "piece_cache.h"
 #include "pretok.h"
+#include "pretok_cased.h"
 #include "pretok_chain.h"
 #include "wordcut.h"
 

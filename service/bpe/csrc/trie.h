@@ -14,7 +14,7 @@ by position of (node, byte), then laid out again by prefix (trie_relayout). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "merge.h" /* NO_RANK */
+#include "token_tables.h" /* NO_RANK */
 
 typedef struct {
     uint32_t node, tok; /* NO_RANK: none */
