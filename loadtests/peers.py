@@ -31,13 +31,17 @@ def _ids(result: object) -> list[int]:
     return ids if isinstance(ids, list) else list(ids)  # type: ignore[call-overload]
 
 
+QUICKTOK_NAMES = {"qwen2": "qwen3"}  # quicktok-v1 ships one encoding for Qwen2.5 and Qwen3
+
+
 def _quicktok_new(name: str) -> Encoder:
     """A new quicktok-v1 engine. Not `quicktok.get_encoding`: it returns one engine per name for
-    the whole process, whose memo of pair answers (8 MB) then keeps every pair it has read, so a
-    "new" engine would start warm."""
+    the whole process, whose memo of pair answers (several MB) then keeps every pair it has read,
+    so a "new" engine would start warm."""
     import quicktok
 
-    return quicktok.Tokenizer(name, "").encode_ordinary  # type: ignore[no-any-return]
+    encoding = QUICKTOK_NAMES.get(name, name)
+    return quicktok.Tokenizer(encoding, "").encode_ordinary  # type: ignore[no-any-return]
 
 
 def makers(name: str, pattern: str, ranks: dict[bytes, int], vocab: Path) -> dict[str, Maker]:
