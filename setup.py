@@ -63,6 +63,7 @@ setup(
                 "service/bpe/csrc/pretok_chain.h",
                 "service/bpe/csrc/unicode_tables.h",
                 "service/bpe/csrc/vocab_check.h",
+                "service/bpe/csrc/wordcut.h",
             ],
             extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", *extra],
             extra_link_args=[f for f in extra if f.startswith("-fsanitize")],
