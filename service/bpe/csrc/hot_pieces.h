@@ -38,6 +38,7 @@ keyed with it before use. */
 #include "backtrack.h"
 #include "merge.h"
 #include "piece_cache.h"
+#include "piece_cache_life.h" /* the generation and the OS seeds */
 
 #define HOT_KEY 24 /* bytes of a piece it keeps, at most */
 #define HOT_IDS 9  /* ids of a piece it keeps, at most */
