@@ -56,6 +56,7 @@ setup(
                 "service/bpe/csrc/trie.h",
                 "service/bpe/csrc/piece_cache.h",
                 "service/bpe/csrc/piece_cache_life.h",
+                "service/bpe/csrc/piece_memo.h",
                 "service/bpe/csrc/hot_pieces.h",
                 "service/bpe/csrc/caches_module.h",
                 "service/bpe/csrc/ascii_runs.h",
