@@ -6,7 +6,9 @@ every shipped tokenizer's engine, with every scanner (the v2 chains' too); the c
 invariants (ids decode to the text's bytes, count == len(encode), batch == single, a second pass
 equal to the first, a scanner's pieces cover the text), the sanitizers catch memory and
 undefined-behaviour errors. Each example runs with the process's piece cache off, tiny (a few
-buckets: evictions and refusals), or small, and now and then with threads encoding at once.
+buckets: evictions and refusals), or small, and now and then with threads encoding at once. The
+scan of the spans NFC or NFKC may change (normal_spans.h) is checked against `unicodedata` on
+texts of all three widths (Latin-1, BMP, astral).
 """
 
 from __future__ import annotations
@@ -184,6 +186,37 @@ def rules_check(pairs: list[Twins], texts: st.SearchStrategy[str]) -> Callable[[
     return check
 
 
+def normal_check(texts: st.SearchStrategy[str]) -> Callable[[], None]:
+    """The scan of spans NFC or NFKC may change (normal_spans.h), on 1-, 2- and 4-byte strings
+    and the characters it treats apart: the text with only its spans normalized is
+    `unicodedata.normalize`'s, and the parts put together are the text."""
+    import unicodedata
+
+    from service.bpe import normalforms
+
+    spans = normalforms.SPANS
+    assert spans is not None, "normal_tables.h of another Unicode version than this Python's"
+    tricky = st.sampled_from(["a", "e\u0301", "\u0301", "\u0323", "\u0344", "\u00a0", "\u00e9",
+                              "\u00ff", "\u1100", "\u1161", "\u11a8", "\uac00", "\u3131", "न",
+                              "\u093c", "\u0958", "\u0b47", "\u0b3e", "\uff76", "\uff9e", "\n",
+                              "\U0001d15e", "\U0001d165", "\U000110ba", "\U0002f800", "😀"])  # fmt: skip
+    latin1 = st.text(st.characters(max_codepoint=0xFF), max_size=200)
+    bmp = st.text(st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=200)
+    mixed = st.lists(st.one_of(tricky, st.tuples(tricky, st.integers(1, 300)).map(
+        lambda t: t[0] * t[1])), max_size=40).map("".join)  # fmt: skip
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(text=st.one_of(texts, latin1, bmp, mixed), nfkc=st.booleans())
+    def check(text: str, nfkc: bool) -> None:
+        form: normalforms.Form = "NFKC" if nfkc else "NFC"
+        parts = spans(form, text)
+        assert parts is None or "".join(parts) == text
+        assert normalforms.by_spans(spans, form, text) == unicodedata.normalize(form, text)
+
+    return check  # type: ignore[no-any-return]
+
+
 def configure_caches(piece_cache: int, hot_pieces: int) -> None:
     """The piece cache (per process) and the tables of hot pieces (per engine), in bytes."""
     from service.bpe import native
@@ -299,7 +332,7 @@ def main() -> None:
 
     checks = [check, scanner_check([e for _, e, _ in engines], texts), build_check(),
               words_check([e for _, e, _ in engines], texts),
-              random_vocab_check(), rules_check(twins, texts)]  # fmt: skip
+              random_vocab_check(), rules_check(twins, texts), normal_check(texts)]  # fmt: skip
 
     deadline, rounds = time.monotonic() + args.seconds, 0
     while time.monotonic() < deadline:
@@ -308,7 +341,8 @@ def main() -> None:
         rounds += 1
     print(f"fuzz_native: {rounds * 40} examples over {len(engines)} engines ({len(twins)} pairs "
           "vocabularies also under both rules), as many scanner "
-          f"cuts, {rounds * 40} merge lists checked at load, and odd vocabularies, no failure")  # fmt: skip
+          f"cuts, {rounds * 40} merge lists checked at load, odd vocabularies, and as many texts "
+          "normalized by spans, no failure")  # fmt: skip
 
 
 if __name__ == "__main__":

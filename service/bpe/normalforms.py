@@ -1,26 +1,67 @@
 """Unicode normalization (NFC, NFKC, NFD, NFKD) of a text, done only where the text needs it.
 
 `unicodedata.normalize` rebuilds the whole text as soon as one character is not in the form.
-A line feed is a stable character in every form (combining class 0, its own normal form, and it
-composes with nothing on either side), so a text's normal form is its lines' normal forms joined
-by line feeds, and the lines already in the form are kept as they are: a long text with a few
-such lines (real Hindi) costs half. A line costs a call, so a text of short lines (under
-MIN_LINE characters on average) is normalized whole, as is a text of one line, and so are the
-decomposed forms (NFD, NFKD), which are cheap to build whole; then no text costs more than about
-twice what it did (docs/performance.md). ASCII text is in every form.
+For NFC and NFKC, a character of combining class 0 whose quick check (UAX #15) is YES is a
+boundary: nothing before it composes or reorders with it, so a text's normal form is the normal
+forms of the stretches between boundaries, joined. The native extension's scan
+(service/bpe/csrc/normal_spans.h, over the str's own storage) finds the spans that may change:
+from the boundary before a character whose quick check is not YES (or a mark out of canonical
+order) to the boundary after it, spans a few characters apart made one. A MAYBE mark right after
+a letter without a decomposition that it does not compose with is in the form as it is (a nukta
+after most Devanagari letters) and makes no span. Only the spans go through `unicodedata`; the
+rest of the text is kept, and a text in the form is returned itself. The scan's tables are
+generated from `unicodedata` (service/bpe/csrc/gen_normal_tables.py) and used only under the
+Unicode version they were made from (`SPANS` is None otherwise, or without the extension).
+
+Otherwise, and for the decomposed forms (NFD, NFKD, cheap to build whole), `by_lines`: a line feed
+is a stable character in every form, so a text's normal form is its lines' normal forms joined by
+line feeds, and the lines already in the form are kept. A line costs a call, so a text of short
+lines (under MIN_LINE characters on average) is normalized whole, as is a text of one line.
+ASCII text is in every form.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from typing import Literal
+
+try:
+    from service.bpe import _native
+except ImportError:  # built without a C compiler
+    _native = None  # type: ignore[assignment]
 
 Form = Literal["NFC", "NFKC", "NFD", "NFKD"]
 MIN_LINE = 16  # characters a line, on average, for the text to be normalized line by line
 
+# normal_parts(form, text): None if text is in NFC (NFKC), else [kept, span, kept, ..., kept]
+SPANS: Callable[[str, str], list[str] | None] | None = (
+    _native.normal_parts
+    if _native is not None and unicodedata.unidata_version == _native.NORMAL_UNICODE_VERSION
+    else None
+)
+
 
 def normalize(form: Form, text: str) -> str:
-    """`unicodedata.normalize(form, text)`, the same string, rebuilt line by line."""
+    """`unicodedata.normalize(form, text)`, the same string, rebuilt only where it changes."""
+    if text.isascii():
+        return text
+    if SPANS is not None and form in ("NFC", "NFKC"):
+        return by_spans(SPANS, form, text)
+    return by_lines(form, text)
+
+
+def by_spans(spans: Callable[[str, str], list[str] | None], form: Form, text: str) -> str:
+    """Only the spans the scan finds normalized (NFC or NFKC)."""
+    parts = spans(form, text)
+    if parts is None:
+        return text
+    parts[1::2] = [unicodedata.normalize(form, span) for span in parts[1::2]]
+    return "".join(parts)
+
+
+def by_lines(form: Form, text: str) -> str:
+    """Only the lines not in the form normalized (or the whole text, see above)."""
     if text.isascii() or unicodedata.is_normalized(form, text):
         return text
     breaks = text.count("\n")

@@ -1,31 +1,56 @@
-"""service.bpe.normalforms.normalize rebuilds only the lines that are not in the form, and gives
-exactly `unicodedata.normalize` for every form: texts of line feeds, ASCII, precomposed and
-decomposed letters, combining marks (also right after a line feed, and out of canonical order),
-Hangul syllables and jamo, Devanagari with nukta, compatibility characters and CR LF."""
+"""service.bpe.normalforms.normalize gives exactly `unicodedata.normalize` for every form, through
+the native scan of spans (NFC, NFKC) and through the line-by-line way (the fallback, and NFD,
+NFKD): texts of line feeds, ASCII, precomposed and decomposed letters, combining marks (also
+right after a line feed, and out of canonical order), Hangul syllables and jamo, Devanagari with
+nukta, compatibility characters and CR LF, in 1-, 2- and 4-byte strings. The scan's spans start
+and end where the text may be cut, and what it keeps is in the form. Every code point in every
+context: tests/slow/test_normalforms.py."""
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
+from itertools import accumulate
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe.normalforms import Form, normalize
+from service.bpe import native, normalforms
+from service.bpe.normalforms import Form, by_lines, normalize
 
 FORMS: list[Form] = ["NFC", "NFKC", "NFD", "NFKD"]
+COMPOSED: list[Form] = ["NFC", "NFKC"]
 ALPHABET = [
-    "\n", "\r", " ", "a", "e", "A", "1",
-    "é", "e\u0301", "\u0301", "\u0327", "\u0323", "\u0302",  # marks, combining class 230/202/220
-    "가", "\u1100", "\u1161", "\u11a8",  # a syllable, and leading/vowel/trailing jamo
-    "क", "\u093c", "क़", "ि",  # Devanagari: a nukta, a letter that decomposes to one
-    "\ufb01", "\u2460", "\uff21", "\u2126", "\u212b",  # compatibility and singleton decompositions
+    "\n", "\r", " ", "a", "e", "A", "1", "\u00a0", "\u00aa", "\u00e9", "\u00ff",  # Latin-1
+    "é", "e\u0301", "\u0301", "\u0327", "\u0323", "\u0302", "\u0316",  # marks, classes 230/202/220
+    "\u0340", "\u0344", "\u0f73", "\u0f71", "\u0f72",  # singleton, non-starter decompositions
+    "가", "각", "\u1100", "\u1161", "\u11a8", "\u3131", "\u314f",  # Hangul syllables, jamo
+    "क", "न", "\u093c", "क़", "ऩ", "ि", "\u094d",  # Devanagari: nukta, an excluded and a
+    "\u0b47", "\u0b3e", "\u0b57", "\u0cc6", "\u0cc2", "\u0cd5",  # primary composite; vowels
+    "\ufb01", "\u2460", "\uff21", "\u2126", "\u212b", "\uff76", "\uff9e",  # compatibility,
+    "\u3099", "\u309b", "\u304b", "\u0654", "\u06d5", "\u0627",  # singletons; kana and Arabic
+    "\U0001d15e", "\U0001d165", "\U00011099", "\U000110ba", "\U0002f800", "😀",  # astral
 ]  # fmt: skip
+TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join)
+native_only = pytest.mark.skipif(normalforms.SPANS is None, reason="no native scan of spans")
+
+
+def test_the_native_scan_is_used_where_built() -> None:
+    if native.AVAILABLE:
+        assert normalforms.SPANS is not None, "native tables of another Unicode version"
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), st.sampled_from(FORMS))
+@given(TEXTS, st.sampled_from(FORMS))
 def test_the_same_string_as_unicodedata(text: str, form: Form) -> None:
+    assert normalize(form, text) == unicodedata.normalize(form, text)
+    assert by_lines(form, text) == unicodedata.normalize(form, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=60), st.sampled_from(FORMS))
+def test_any_text_as_unicodedata(text: str, form: Form) -> None:
     assert normalize(form, text) == unicodedata.normalize(form, text)
 
 
@@ -36,6 +61,32 @@ LINE = st.lists(st.sampled_from([c for c in ALPHABET if c != "\n"]), min_size=16
 @given(st.lists(LINE.map("".join), min_size=1, max_size=8).map("\n".join), st.sampled_from(FORMS))
 def test_lines_long_enough_to_be_normalized_one_by_one(text: str, form: Form) -> None:
     assert normalize(form, text) == unicodedata.normalize(form, text)
+    assert by_lines(form, text) == unicodedata.normalize(form, text)
+
+
+@native_only
+@settings(max_examples=400, deadline=None)
+@given(TEXTS, st.sampled_from(COMPOSED))
+def test_spans_start_and_end_where_the_text_may_be_cut(text: str, form: Form) -> None:
+    assert normalforms.SPANS is not None
+    parts = normalforms.SPANS(form, text)
+    if parts is None:
+        assert unicodedata.is_normalized(form, text)
+        return
+    assert len(parts) % 2 == 1 and "".join(parts) == text
+    assert all(parts[1::2]), "an empty span"
+    assert all(parts[2:-1:2]), "touching spans not made one"
+    for kept in parts[::2]:
+        assert unicodedata.is_normalized(form, kept), kept
+    ends = list(accumulate(map(len, parts)))  # of each part: in order, within the text
+    starts, stops = ends[:-1:2], ends[1::2]  # of the spans
+    whole = unicodedata.normalize(form, text)
+    for cut in starts + stops:
+        head, tail = text[:cut], text[cut:]
+        assert unicodedata.normalize(form, head) + unicodedata.normalize(form, tail) == whole
+    for start in starts:  # after the text's start, a span starts at a boundary
+        ch = text[start]
+        assert not start or (unicodedata.combining(ch) == 0 and unicodedata.is_normalized(form, ch))
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -48,7 +99,19 @@ def test_lines_long_enough_to_be_normalized_one_by_one(text: str, form: Form) ->
         "a\n\u0301b",  # a mark right after a line feed composes with nothing before it
         "e\u0301\ncafe\u0301\n\nok",
         "\u1100\n\u1161",  # jamo split by a line feed stay apart
+        "\u1100\u1161\u11a8",  # L V T: one syllable
+        "\uac00\u11a8",  # LV + T
+        "\uac01\u11a8",  # LVT + T: stays apart
+        "\u0301",  # a mark at the start
+        "\u1161" * 3,  # vowel jamo with no leading one
         "क\u093c" * 3 + "\n" + "क\u093c",
+        "न\u093c",  # composes to ऩ
+        "न\u093c\u093c",
+        "\u0958" * 2,  # excluded: decomposes, never recomposes
+        "\u00e9\u0323",  # é then a mark of a lower class: reordered, and recomposed otherwise
+        "\u0b47\u0b3e\u0b57",
+        "\uff76\uff9e",  # halfwidth katakana and voiced mark: NFKC composes them
+        "a\u00a0b",  # Latin-1 with a compatibility character
         "no line feed: e\u0301",
         "line ends\r\ne\u0301\r\n",
         "a line of more than sixteen characters: cafe\u0301\nand another one, in the form\n",
@@ -56,8 +119,34 @@ def test_lines_long_enough_to_be_normalized_one_by_one(text: str, form: Form) ->
 )
 def test_edges(text: str, form: Form) -> None:
     assert normalize(form, text) == unicodedata.normalize(form, text)
+    assert by_lines(form, text) == unicodedata.normalize(form, text)
 
 
-def test_text_in_the_form_is_returned_as_is() -> None:
-    text = "déjà vu\nनमस्ते\n"
-    assert normalize("NFC", text) is text
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize(
+    "text", ["déjà vu\nनमस्ते\n", "फ़िल्म ज़रूर", "中文 😀 テキスト", "\u00e9t\u00e9", "가각"]
+)
+def test_text_in_the_form_is_returned_as_is(text: str, form: Form) -> None:
+    if unicodedata.is_normalized(form, text):
+        assert normalize(form, text) is text
+    else:
+        assert form in ("NFD", "NFKD")
+
+
+@native_only
+def test_a_text_of_another_form_is_refused_by_the_scan() -> None:
+    assert normalforms.SPANS is not None
+    with pytest.raises(ValueError, match="NFC or NFKC"):
+        normalforms.SPANS("NFD", "e\u0301")
+
+
+def test_tables_of_another_unicode_version_are_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unicodedata, "unidata_version", "0.0.0")
+    try:
+        importlib.reload(normalforms)
+        assert normalforms.SPANS is None
+        assert normalforms.normalize("NFC", "न\u093c") == "\u0929"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(normalforms)
+    assert (normalforms.SPANS is not None) == native.AVAILABLE

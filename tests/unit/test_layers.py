@@ -11,8 +11,9 @@ import pytest
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 WEB_STACK = ("litestar", "uvicorn", "prometheus_client")
-# build-time scripts inside the package (the C tables' generator): not imported by anything
-BUILD_SCRIPTS = {SERVICE / "bpe" / "csrc" / "gen_unicode_tables.py"}
+# build-time scripts inside the package (the C tables' generators): not imported by anything
+BUILD_SCRIPTS = {SERVICE / "bpe" / "csrc" / name
+                 for name in ("gen_unicode_tables.py", "gen_normal_tables.py")}  # fmt: skip
 
 
 def module_name(path: Path) -> str:

@@ -4,7 +4,8 @@
    is released while a text of GIL_THRESHOLD bytes or more is encoded. The mutable parts are the
    process's piece cache (piece_cache.h), shared by every engine and safe for that, and each
    engine's hot pieces (hot_pieces.h), taken by one call at a time; caches_module.h has the
-   module's functions that size and report them. */
+   module's functions that size and report them. normal_spans.h: the spans of a text NFC or NFKC
+   may change (for service/bpe/normalforms.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -12,6 +13,7 @@
 #include "caches_module.h"
 #include "engine_init.h"
 #include "vocab_check.h"
+#include "normal_spans.h"
 
 #define GIL_THRESHOLD 2048
 
@@ -535,6 +537,8 @@ static PyMethodDef module_methods[] = {
     {"split", native_split, METH_VARARGS, "split(scanner, text) -> pieces"},
     {"build_tokens", native_build_tokens, METH_VARARGS,
      "build_tokens(rule, seed, merges) -> (tokens by id, triples) if every merge rule holds, else None"},
+    {"normal_parts", native_normal_parts, METH_VARARGS,
+     "normal_parts(form, text) -> None if text is in NFC/NFKC, else [kept, span, ..., kept]"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -554,6 +558,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_INCREF(&EngineType);
     if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_VERSION", UNICODE_TABLES_VERSION) < 0 ||
+        PyModule_AddStringConstant(m, "NORMAL_UNICODE_VERSION", NORMAL_UNICODE_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_NONE", SCAN_NONE) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_GPT2", SCAN_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "SCAN_CL100K", SCAN_CL100K) < 0 ||
