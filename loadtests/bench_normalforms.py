@@ -1,0 +1,77 @@
+"""Unicode normalization of the corpora: the native scan of spans (service/bpe/normalforms.py's
+`normalize`) against the line-by-line way it falls back on (`by_lines`), NFC and NFKC, best of
+--repeat wall times (time.perf_counter), the two interleaved; and with --tokenizer, that
+tokenizer's encode_ordinary of hi_devanagari (which it normalizes, if its file says so) with the
+scan and without it. A few seconds.
+
+    python loadtests/bench_normalforms.py
+    python loadtests/bench_normalforms.py --tokenizer qwen3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench_engine import fresh
+
+from service.bpe import normalforms
+from service.bpe.normalforms import Form
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared")) / "corpus"
+NAMES = ["hi_devanagari", "zh_manpages", "ja_debian_reference", "mixed_emoji_test",
+         "en_shakespeare", "en_python_docs", "code_python"]  # fmt: skip
+FORMS: list[Form] = ["NFC", "NFKC"]
+
+
+def best(calls: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Each call's best time in ms over `repeat` rounds, the calls interleaved in each round."""
+    times = [float("inf")] * len(calls)
+    for _ in range(repeat):
+        for i, call in enumerate(calls):
+            start = time.perf_counter()
+            call()
+            times[i] = min(times[i], time.perf_counter() - start)
+    return [t * 1e3 for t in times]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--tokenizer", help="also time this tokenizer's encode_ordinary (hi)")
+    args = ap.parse_args()
+    spans = normalforms.SPANS
+    assert spans is not None, "no native scan (extension not built, or another Unicode version)"
+    print("corpus               chars   form  spans  by lines ms  by spans ms  ratio")
+    for name in NAMES:
+        text = (CORPUS / f"{name}.txt").read_text("utf-8")
+        for form in FORMS:
+            parts = spans(form, text)
+            old, new = best([lambda: normalforms.by_lines(form, text),
+                             lambda: normalforms.normalize(form, text)], args.repeat)  # fmt: skip
+            n = len(parts) // 2 if parts is not None else 0
+            print(f"{name:20} {len(text):7} {form:5} {n:6} {old:12.3f} {new:12.3f} "
+                  f"{old / new if new else float('inf'):6.1f}x")  # fmt: skip
+    if args.tokenizer:
+        tok = fresh(args.tokenizer).tokenizer
+        text = (CORPUS / "hi_devanagari.txt").read_text("utf-8")
+
+        def without() -> object:
+            normalforms.SPANS = None
+            try:
+                return tok.encode_ordinary(text)
+            finally:
+                normalforms.SPANS = spans
+
+        assert without() == tok.encode_ordinary(text)
+        old, new = best([without, lambda: tok.encode_ordinary(text)], args.repeat)
+        print(f"{args.tokenizer} ({tok.normalization}) encode_ordinary hi_devanagari: by lines "
+              f"{old:.2f} ms, by spans {new:.2f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
