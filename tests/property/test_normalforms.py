@@ -134,6 +134,21 @@ def test_text_in_the_form_is_returned_as_is(text: str, form: Form) -> None:
 
 
 @native_only
+@pytest.mark.parametrize(("period", "whole"), [(12, True), (100, True), (200, False)])
+def test_a_text_of_dense_spans_is_normalized_whole(period: int, whole: bool) -> None:
+    """A span costs a call: more than one span per 128 characters and the scan gives the whole
+    text as one span (a hostile text of a composing mark every 12 characters took 13x the time
+    of normalizing it whole, span by span)."""
+    assert normalforms.SPANS is not None
+    text = ("a\u0301" + "x" * (period - 2)) * (100_000 // period)
+    parts = normalforms.SPANS("NFC", text)
+    assert parts is not None
+    assert (parts == ["", text, ""]) is whole
+    assert len(parts) == (3 if whole else 2 * (100_000 // period) + 1)
+    assert normalize("NFC", text) == unicodedata.normalize("NFC", text)
+
+
+@native_only
 def test_a_text_of_another_form_is_refused_by_the_scan() -> None:
     assert normalforms.SPANS is not None
     with pytest.raises(ValueError, match="NFC or NFKC"):
