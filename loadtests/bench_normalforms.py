@@ -2,10 +2,12 @@
 `normalize`) against the line-by-line way it falls back on (`by_lines`), NFC and NFKC, best of
 --repeat wall times (time.perf_counter), the two interleaved; and with --tokenizer, that
 tokenizer's encode_ordinary of hi_devanagari (which it normalizes, if its file says so) with the
-scan and without it. A few seconds.
+scan and without it; and with --dense, 2 MB lines of a composing mark every N characters (the
+texts whose spans are densest), by spans, by lines (the whole line) and `unicodedata` whole, with
+the peak of traced memory. A few seconds.
 
     python loadtests/bench_normalforms.py
-    python loadtests/bench_normalforms.py --tokenizer qwen3
+    python loadtests/bench_normalforms.py --tokenizer qwen3 --dense
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import tracemalloc
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,10 +43,34 @@ def best(calls: list[Callable[[], object]], repeat: int) -> list[float]:
     return [t * 1e3 for t in times]
 
 
+def traced_peak_mb(call: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def dense(repeat: int) -> None:
+    print("period  spans  by spans ms  by lines ms  whole ms  peak MB by spans, whole")
+    for period in (9, 12, 20, 32, 40, 64, 128, 200):
+        text = ("a\u0301" + "x" * (period - 2)) * (2_000_000 // period)
+        parts = normalforms.SPANS("NFC", text) if normalforms.SPANS else None
+        new, old, whole = best([lambda: normalforms.normalize("NFC", text),
+                                lambda: normalforms.by_lines("NFC", text),
+                                lambda: unicodedata.normalize("NFC", text)], repeat)  # fmt: skip
+        peaks = [traced_peak_mb(lambda: normalforms.normalize("NFC", text)),
+                 traced_peak_mb(lambda: unicodedata.normalize("NFC", text))]  # fmt: skip
+        n = len(parts) // 2 if parts is not None else 0
+        print(f"{period:6} {n:6} {new:12.1f} {old:12.1f} {whole:9.1f}  {peaks[0]:.0f}, {peaks[1]:.0f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--tokenizer", help="also time this tokenizer's encode_ordinary (hi)")
+    ap.add_argument("--dense", action="store_true", help="also the texts of densest spans")
     args = ap.parse_args()
     spans = normalforms.SPANS
     assert spans is not None, "no native scan (extension not built, or another Unicode version)"
@@ -71,6 +99,8 @@ def main() -> None:
         old, new = best([without, lambda: tok.encode_ordinary(text)], args.repeat)
         print(f"{args.tokenizer} ({tok.normalization}) encode_ordinary hi_devanagari: by lines "
               f"{old:.2f} ms, by spans {new:.2f} ms")  # fmt: skip
+    if args.dense:
+        dense(min(args.repeat, 5))
 
 
 if __name__ == "__main__":

@@ -29,10 +29,12 @@
    boundary, as the next span does) cost less to normalize with them than a call costs. */
 #define NF_GAP 8
 /* More spans than one per this many characters and the text is normalized whole: a span costs
-   about 2 us (two slices, a call of unicodedata.normalize, the join), a character of a whole
-   normalization about 15 ns, so a text of dense spans would otherwise cost up to 13x more than
-   the whole (marks every 12 characters, measured). */
-#define NF_DENSE 128
+   300-800 ns (two slices, a call of unicodedata.normalize, its share of the join), a character
+   of a whole normalization about 13 ns, so spans denser than this cost more than the whole (a
+   composing mark every 12 characters, 2 MB: 56 ms span by span, 26 ms whole). */
+#ifndef NF_DENSE
+#define NF_DENSE 32
+#endif
 
 /* spans as flat (start, end) pairs of code point indices */
 typedef struct {
