@@ -63,7 +63,9 @@ def dense(repeat: int) -> None:
         peaks = [traced_peak_mb(lambda: normalforms.normalize("NFC", text)),
                  traced_peak_mb(lambda: unicodedata.normalize("NFC", text))]  # fmt: skip
         n = len(parts) // 2 if parts is not None else 0
-        print(f"{period:6} {n:6} {new:12.1f} {old:12.1f} {whole:9.1f}  {peaks[0]:.0f}, {peaks[1]:.0f}")
+        print(
+            f"{period:6} {n:6} {new:12.1f} {old:12.1f} {whole:9.1f}  {peaks[0]:.0f}, {peaks[1]:.0f}"
+        )
 
 
 def main() -> None:
