@@ -13,6 +13,14 @@ rest of the text is kept, and a text in the form is returned itself. The scan's 
 generated from `unicodedata` (service/bpe/csrc/gen_normal_tables.py) and used only under the
 Unicode version they were made from (`SPANS` is None otherwise, or without the extension).
 
+A span with more than LONG_RUN characters in a row that are no boundary (combining marks, say)
+has its runs of marks put in canonical order here before `unicodedata` sees it: CPython orders
+them by an insertion sort, whose cost grows with the square of a run that is out of order (half
+a MB of two alternating marks took 52 s, the worker's event loop blocked all along). The span is
+fully decomposed character by character, each run of non-starters sorted by class (stable, which
+is what canonical ordering is), and `unicodedata` then composes a text already in order, in
+linear time; the result is the same string.
+
 Otherwise, and for the decomposed forms (NFD, NFKD, cheap to build whole), `by_lines`: a line feed
 is a stable character in every form, so a text's normal form is its lines' normal forms joined by
 line feeds, and the lines already in the form are kept. A line costs a call, so a text of short
@@ -33,6 +41,8 @@ except ImportError:  # built without a C compiler
 
 Form = Literal["NFC", "NFKC", "NFD", "NFKD"]
 MIN_LINE = 16  # characters a line, on average, for the text to be normalized line by line
+LONG_RUN = 32  # characters in a row that are no boundary, from which a span is ordered here
+DECOMPOSED: dict[Form, Form] = {"NFC": "NFD", "NFKC": "NFKD", "NFD": "NFD", "NFKD": "NFKD"}
 
 # normal_parts(form, text): None if text is in NFC (NFKC), else [kept, span, kept, ..., kept]
 SPANS: Callable[[str, str], list[str] | None] | None = (
@@ -56,8 +66,33 @@ def by_spans(spans: Callable[[str, str], list[str] | None], form: Form, text: st
     parts = spans(form, text)
     if parts is None:
         return text
-    parts[1::2] = [unicodedata.normalize(form, span) for span in parts[1::2]]
+    parts[1::2] = [normalize_span(form, span) for span in parts[1::2]]
     return "".join(parts)
+
+
+def normalize_span(form: Form, span: str) -> str:
+    """`unicodedata.normalize(form, span)`, a span with long runs of marks ordered first."""
+    if len(span) > LONG_RUN and _native.normal_longest_run(form, span) > LONG_RUN:
+        span = ordered(form, span)
+    return unicodedata.normalize(form, span)
+
+
+def ordered(form: Form, text: str) -> str:
+    """The full decomposition of `text` (canonical for NFC and NFD, compatibility for the K
+    forms) with every run of non-starters in canonical order, in O(n log n): what `unicodedata`
+    makes of `text` before it composes."""
+    decompose, combining = DECOMPOSED[form], unicodedata.combining
+    out: list[str] = []
+    run: list[str] = []
+    for c in "".join([unicodedata.normalize(decompose, c) for c in text]):
+        if combining(c):
+            run.append(c)
+            continue
+        if run:
+            out += sorted(run, key=combining)
+            run = []
+        out.append(c)
+    return "".join(out + sorted(run, key=combining))
 
 
 def by_lines(form: Form, text: str) -> str:

@@ -165,3 +165,55 @@ def test_tables_of_another_unicode_version_are_not_used(monkeypatch: pytest.Monk
         monkeypatch.undo()
         importlib.reload(normalforms)
     assert (normalforms.SPANS is not None) == native.AVAILABLE
+
+
+MARKS = [c for c in ALPHABET if len(c) == 1 and (unicodedata.combining(c) or c in "\u0f73\uff9e")]
+LONG_RUNS = st.tuples(
+    st.sampled_from(["a", "e", "\u0915", "\u1100", "가", "\uff76", "\u0627"]),
+    st.lists(st.sampled_from(MARKS), min_size=normalforms.LONG_RUN + 1, max_size=200),
+    st.sampled_from(["", "a", "\u1161", "b\u0301"]),
+).map(lambda t: t[0] + "".join(t[1]) + t[2])
+
+
+@native_only
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LONG_RUNS | TEXTS, min_size=1, max_size=4).map("".join), st.sampled_from(COMPOSED))
+def test_long_runs_of_marks_ordered_here_give_unicodedatas_string(text: str, form: Form) -> None:
+    assert normalize(form, text) == unicodedata.normalize(form, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LONG_RUNS | TEXTS, max_size=4).map("".join), st.sampled_from(COMPOSED))
+def test_ordered_is_the_full_decomposition_in_canonical_order(text: str, form: Form) -> None:
+    decomposed = unicodedata.normalize(normalforms.DECOMPOSED[form], text)
+    assert normalforms.ordered(form, text) == decomposed
+
+
+@native_only
+@pytest.mark.parametrize("form", COMPOSED)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + "\u0301\u0316" * 2_000,  # two marks out of order, alternating (a review's finding)
+        "a" + "\u0f73" * 4_000,  # a letter whose decomposition is two non-starters, repeated
+        "\uff76" + "\uff9e\u0301" * 2_000,  # a mark only NFKC decomposes to a non-starter
+    ],
+)
+def test_a_long_run_of_marks_out_of_order_is_ordered_here(
+    text: str, form: Form, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPython orders a run of marks by an insertion sort (half a MB of the first text: 52 s
+    in one call, the worker's event loop blocked): a long run is ordered here first, which gives
+    the same string. (U+FF9E is a boundary of NFC, a mark only under NFKC.)"""
+    long_run = form == "NFKC" or not text.startswith("\uff76")
+    assert (native._native.normal_longest_run(form, text) > normalforms.LONG_RUN) is long_run
+    ordered_here: list[int] = []
+    real = normalforms.ordered
+
+    def recorded(f: Form, t: str) -> str:
+        ordered_here.append(len(t))
+        return real(f, t)
+
+    monkeypatch.setattr(normalforms, "ordered", recorded)
+    assert normalize(form, text) == unicodedata.normalize(form, text)
+    assert bool(ordered_here) is long_run

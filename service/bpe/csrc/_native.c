@@ -539,6 +539,8 @@ static PyMethodDef module_methods[] = {
      "build_tokens(rule, seed, merges) -> (tokens by id, triples) if every merge rule holds, else None"},
     {"normal_parts", native_normal_parts, METH_VARARGS,
      "normal_parts(form, text) -> None if text is in NFC/NFKC, else [kept, span, ..., kept]"},
+    {"normal_longest_run", native_normal_longest_run, METH_VARARGS,
+     "normal_longest_run(form, text) -> the most characters in a row that are no boundary"},
     {NULL, NULL, 0, NULL},
 };
 
