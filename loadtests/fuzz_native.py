@@ -7,8 +7,8 @@ invariants (ids decode to the text's bytes, count == len(encode), batch == singl
 equal to the first, a scanner's pieces cover the text), the sanitizers catch memory and
 undefined-behaviour errors. Each example runs with the process's piece cache off, tiny (a few
 buckets: evictions and refusals), or small, and now and then with threads encoding at once. The
-scan of the spans NFC or NFKC may change (normal_spans.h) is checked against `unicodedata` on
-texts of all three widths (Latin-1, BMP, astral).
+scan of the spans NFC or NFKC may change (normal_spans.h), and its ordering of runs of marks, are
+checked against `unicodedata` on texts of all three widths (Latin-1, BMP, astral).
 """
 
 from __future__ import annotations
@@ -213,6 +213,9 @@ def normal_check(texts: st.SearchStrategy[str]) -> Callable[[], None]:
         parts = spans(form, text)
         assert parts is None or "".join(parts) == text
         assert normalforms.by_spans(spans, form, text) == unicodedata.normalize(form, text)
+        # a run of marks ordered in C (normal_ordered), as `unicodedata` orders it
+        decomposed = unicodedata.normalize(normalforms.DECOMPOSED[form], text)
+        assert normalforms.ordered(form, text) == decomposed
 
     return check  # type: ignore[no-any-return]
 

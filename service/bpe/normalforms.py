@@ -17,9 +17,9 @@ A span with more than LONG_RUN characters in a row that are no boundary (combini
 has its runs of marks put in canonical order here before `unicodedata` sees it: CPython orders
 them by an insertion sort, whose cost grows with the square of a run that is out of order (half
 a MB of two alternating marks took 52 s, the worker's event loop blocked all along). The span is
-fully decomposed character by character, each run of non-starters sorted by class (stable, which
-is what canonical ordering is), and `unicodedata` then composes a text already in order, in
-linear time; the result is the same string.
+fully decomposed (`str.translate` with each character's decomposition), each run of non-starters
+sorted by class in C (stably, which is what canonical ordering is), and `unicodedata` then
+composes a text already in order, in linear time; the result is the same string.
 
 Otherwise, and for the decomposed forms (NFD, NFKD, cheap to build whole), `by_lines`: a line feed
 is a stable character in every form, so a text's normal form is its lines' normal forms joined by
@@ -30,6 +30,7 @@ ASCII text is in every form.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Callable
 from typing import Literal
@@ -70,31 +71,6 @@ def by_spans(spans: Callable[[str, str], list[str] | None], form: Form, text: st
     return "".join(parts)
 
 
-def normalize_span(form: Form, span: str) -> str:
-    """`unicodedata.normalize(form, span)`, a span with long runs of marks ordered first."""
-    if len(span) > LONG_RUN and _native.normal_longest_run(form, span) > LONG_RUN:
-        span = ordered(form, span)
-    return unicodedata.normalize(form, span)
-
-
-def ordered(form: Form, text: str) -> str:
-    """The full decomposition of `text` (canonical for NFC and NFD, compatibility for the K
-    forms) with every run of non-starters in canonical order, in O(n log n): what `unicodedata`
-    makes of `text` before it composes."""
-    decompose, combining = DECOMPOSED[form], unicodedata.combining
-    out: list[str] = []
-    run: list[str] = []
-    for c in "".join([unicodedata.normalize(decompose, c) for c in text]):
-        if combining(c):
-            run.append(c)
-            continue
-        if run:
-            out += sorted(run, key=combining)
-            run = []
-        out.append(c)
-    return "".join(out + sorted(run, key=combining))
-
-
 def by_lines(form: Form, text: str) -> str:
     """Only the lines not in the form normalized (or the whole text, see above)."""
     if text.isascii() or unicodedata.is_normalized(form, text):
@@ -104,3 +80,30 @@ def by_lines(form: Form, text: str) -> str:
         return unicodedata.normalize(form, text)
     # normalize() returns a line its quick check finds in the form as it is, without a copy
     return "\n".join(unicodedata.normalize(form, line) for line in text.split("\n"))
+
+
+def normalize_span(form: Form, span: str) -> str:
+    """`unicodedata.normalize(form, span)`, a span with long runs of marks ordered first."""
+    if len(span) > LONG_RUN and _native.normal_longest_run(form, span) > LONG_RUN:
+        span = ordered(form, span)
+    return unicodedata.normalize(form, span)
+
+
+def ordered(form: Form, text: str) -> str:
+    """The full decomposition of `text` (canonical for NFC and NFD, compatibility for the K
+    forms) with every run of non-starters in canonical order, in linear time: what `unicodedata`
+    makes of `text` before it composes."""
+    return _native.normal_ordered(text.translate(decompositions(DECOMPOSED[form])))
+
+
+@functools.cache
+def decompositions(form: Form) -> dict[int, str]:
+    """Every code point whose `form` (NFD or NFKD) is another string -> that string (a table for
+    str.translate; made once a form, in about 0.15 s, when a text first needs it)."""
+    table = {}
+    for cp in range(0x110000):
+        c = chr(cp)
+        decomposes = unicodedata.decomposition(c) or 0xAC00 <= cp <= 0xD7A3  # Hangul: algorithmic
+        if decomposes and (full := unicodedata.normalize(form, c)) != c:
+            table[cp] = full
+    return table

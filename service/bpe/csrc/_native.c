@@ -541,6 +541,8 @@ static PyMethodDef module_methods[] = {
      "normal_parts(form, text) -> None if text is in NFC/NFKC, else [kept, span, ..., kept]"},
     {"normal_longest_run", native_normal_longest_run, METH_VARARGS,
      "normal_longest_run(form, text) -> the most characters in a row that are no boundary"},
+    {"normal_ordered", native_normal_ordered, METH_O,
+     "normal_ordered(text) -> text with every run of non-starters stably sorted by class"},
     {NULL, NULL, 0, NULL},
 };
 

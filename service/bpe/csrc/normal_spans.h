@@ -141,6 +141,50 @@ static PyObject *native_normal_longest_run(PyObject *module, PyObject *args) {
                                                              : nf_longest(PyUnicode_4BYTE_KIND, data, n, form));
 }
 
+#define NF_SHORT_RUN 32 /* runs up to this long are sorted in place, longer ones by counting */
+
+/* normal_ordered(text): text with every run of non-starters (class above 0) stably sorted by
+   class, which is canonical ordering when text is fully decomposed; a counting sort for a long
+   run, so the whole costs O(n) */
+static PyObject *native_normal_ordered(PyObject *module, PyObject *text) {
+    (void)module;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "text must be a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n < 2) return Py_NewRef(text);
+    Py_UCS4 *buf = PyUnicode_AsUCS4Copy(text), *tmp = PyMem_Malloc((size_t)n * sizeof *tmp);
+    if (!buf || !tmp) {
+        PyMem_Free(buf);
+        PyMem_Free(tmp);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && nf_ccc[nf_kind(buf[j])]; j++) {}
+        if (j == i) { j++; continue; } /* a starter */
+        if (j - i <= NF_SHORT_RUN) { /* insertion sort: stable */
+            for (Py_ssize_t k = i + 1; k < j; k++) {
+                Py_UCS4 c = buf[k];
+                uint8_t cc = nf_ccc[nf_kind(c)];
+                Py_ssize_t m = k;
+                for (; m > i && nf_ccc[nf_kind(buf[m - 1])] > cc; m--) buf[m] = buf[m - 1];
+                buf[m] = c;
+            }
+            continue;
+        }
+        size_t at[257] = {0}; /* counting sort: stable */
+        for (Py_ssize_t k = i; k < j; k++) at[nf_ccc[nf_kind(buf[k])] + 1]++;
+        for (int c = 1; c < 257; c++) at[c] += at[c - 1];
+        for (Py_ssize_t k = i; k < j; k++) tmp[at[nf_ccc[nf_kind(buf[k])]]++] = buf[k];
+        memcpy(buf + i, tmp, (size_t)(j - i) * sizeof *buf);
+    }
+    PyObject *out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf, n);
+    PyMem_Free(buf);
+    PyMem_Free(tmp);
+    return out;
+}
+
 /* normal_parts(form, text): None if text is in the form, else the list [kept, span, kept, span,
    ..., kept] of text cut at the spans' ends (the kept parts in the form, maybe empty) */
 static PyObject *native_normal_parts(PyObject *module, PyObject *args) {
