@@ -137,7 +137,7 @@ class HotPath:
             return await problems.send_raw(send, problems.for_error(RequestTimeoutError(seconds)))
         if body is not None:
             try:
-                data = decode_body(plan.decoder, body, worker.settings)
+                data = decode_body(plan.decoder, body, worker.settings, name_surrogate=False)
                 tokenizer = await ready(worker.serving().tokenizer_for(scope["path_params"]["ref"]))
             except Exception:  # whatever it is, the full path answers it
                 pass

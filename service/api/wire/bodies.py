@@ -122,9 +122,16 @@ def decoder_of(handler: BaseRouteHandler) -> msgspec.json.Decoder[Any] | None:
     return StrictBody.decoders.get(handler.handler_id)
 
 
-def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Settings) -> Any:
+def decode_body(
+    decoder: msgspec.json.Decoder[Any],
+    value: bytes,
+    settings: Settings,
+    name_surrogate: bool = True,
+) -> Any:
     """`value` decoded strictly by `decoder` into its request Struct, within the batch limits:
-    what every request body goes through (`StrictBody`, and the hot path of encode and count)."""
+    what every request body goes through (`StrictBody`, and the hot path of encode and count).
+    `name_surrogate`: look for a lone surrogate in a body the parser rejects (a scan of every
+    escape: the hot path, which hands such a body to the full path, leaves it to that one)."""
     if decoder.type is DecodeRequest and (lists := value.count(b"[") - 1) > (
         limit := settings.max_batch_items
     ):
@@ -137,7 +144,8 @@ def decode_body(decoder: msgspec.json.Decoder[Any], value: bytes, settings: Sett
     except msgspec.ValidationError as exc:
         raise ValidationException(f"invalid body: {exc}") from None
     except msgspec.DecodeError as exc:
-        _refuse_lone_surrogates(value)
+        if name_surrogate:
+            _refuse_lone_surrogates(value)
         raise ValidationException(f"malformed JSON: {exc}") from None
     except RecursionError:  # msgspec recurses once per level, up to Python's recursion limit
         raise ValidationException("malformed JSON: lists and objects nest too deeply") from None
