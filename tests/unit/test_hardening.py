@@ -188,6 +188,9 @@ def test_the_piece_cache_keeps_no_long_piece() -> None:
         (rb'{"t": "\udc00"', 7),  # a lone low one
         (rb'{"t": "\ud83d"', 7),  # a high one at the end
         (rb'{"t": "\ud83d\u0041"', 7),  # a high one followed by no low one
+        (rb'{"t": "\ud83d\\\udc00"', 7),  # a literal backslash between: both lone (was a pair)
+        (rb'{"t": "\\\ud800"', 9),  # an escaped backslash, then an escape
+        (rb'{"t": "\\\\ud83d\udc00"', 16),  # a literal "\ud83d", then a lone low one
     ],
 )
 def test_a_lone_surrogate_escape_is_named(body: bytes, offset: int) -> None:
@@ -198,6 +201,7 @@ def test_a_lone_surrogate_escape_is_named(body: bytes, offset: int) -> None:
 
 def test_pairs_and_non_surrogate_escapes_pass() -> None:
     _refuse_lone_surrogates(rb'{"t": "\ud7ff \ud83d\ude00 \\ud800"' * 1000)
+    _refuse_lone_surrogates(rb'{"t": "\\\\\ud83d\ude00 \\\\ud800"')  # escaped backslashes
 
 
 @pytest.mark.parametrize("kind", [ChatCountRequest, EstimateRequest])

@@ -37,7 +37,11 @@ from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
 from service.settings import Settings
 
-_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD]([0-9a-fA-F])[0-9a-fA-F]{2}")
+# with every escaped backslash blanked, a surrogate escape that is not half of a pair
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"  # a high, no low after
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a low, no high before
+)
 
 
 def json_media_type(content_type: str | None) -> bool:
@@ -162,27 +166,13 @@ def _refuse_non_batch(body: bytes) -> None:
 
 
 def _refuse_lone_surrogates(body: bytes) -> None:
-    """Name the first lone surrogate escape; one pass, holding one match at a time (a list of
-    every match of an 8 MB body of escapes took 1.4 s)."""
-    pending = None  # a high surrogate that wants a low one right after it
-    for match in _SURROGATE_ESCAPE.finditer(body):
-        digit = match.group(1).lower()
-        if digit < b"8":  # \ud000-\ud7ff are characters
-            if pending is not None:
-                break
-            continue
-        low = digit in b"cdef"
-        if pending is not None:
-            if low and match.start() == pending.end():
-                pending = None
-                continue
-            break
-        if low:
-            pending = match
-            break
-        pending = match
-    if pending is not None:
-        raise SurrogateError(pending.end() - 6, "byte {} of the request body")
+    """Name the first lone surrogate escape. An escaped backslash (two of them) is blanked
+    first, with as many bytes, so that every backslash left starts an escape (JSON pairs them
+    from the left, as `bytes.replace` does) and the offsets stay; then one search in C. (A
+    Python loop over every escape held the event loop 1.4 s on an 8 MB body of pairs.)"""
+    found = _LONE_SURROGATE.search(body.replace(b"\\\\", b"__"))
+    if found is not None:
+        raise SurrogateError(found.start(), "byte {} of the request body")
 
 
 def exactly_one(a: object, b: object, names: str) -> None:
