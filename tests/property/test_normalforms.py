@@ -182,6 +182,7 @@ def test_long_runs_of_marks_ordered_here_give_unicodedatas_string(text: str, for
     assert normalize(form, text) == unicodedata.normalize(form, text)
 
 
+@native_only
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LONG_RUNS | TEXTS, max_size=4).map("".join), st.sampled_from(COMPOSED))
 def test_ordered_is_the_full_decomposition_in_canonical_order(text: str, form: Form) -> None:
