@@ -115,8 +115,10 @@ static inline Py_ssize_t nf_longest(int kind, const void *data, Py_ssize_t n, in
 #undef NF_AT
 #undef NF_READ
 
-/* the form named (0 NFC, 1 NFKC), else -1 with ValueError set */
-static int nf_form(const char *name) {
+/* the arguments (form, text): the form (0 NFC, 1 NFKC) and *text, else -1 with an error set */
+static int nf_args(PyObject *args, PyObject **text) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "sU", &name, text)) return -1;
     int form = !strcmp(name, "NFC") ? 0 : !strcmp(name, "NFKC") ? 1 : -1;
     if (form < 0) PyErr_SetString(PyExc_ValueError, "form must be NFC or NFKC");
     return form;
@@ -128,17 +130,16 @@ static int nf_form(const char *name) {
    long run itself first. */
 static PyObject *native_normal_longest_run(PyObject *module, PyObject *args) {
     (void)module;
-    const char *name;
     PyObject *text;
-    if (!PyArg_ParseTuple(args, "sU", &name, &text)) return NULL;
-    int form = nf_form(name);
+    int form = nf_args(args, &text);
     if (form < 0) return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    return PyLong_FromSsize_t(kind == PyUnicode_1BYTE_KIND   ? nf_longest(PyUnicode_1BYTE_KIND, data, n, form)
-                              : kind == PyUnicode_2BYTE_KIND ? nf_longest(PyUnicode_2BYTE_KIND, data, n, form)
-                                                             : nf_longest(PyUnicode_4BYTE_KIND, data, n, form));
+    Py_ssize_t longest = kind == PyUnicode_1BYTE_KIND   ? nf_longest(PyUnicode_1BYTE_KIND, data, n, form)
+                         : kind == PyUnicode_2BYTE_KIND ? nf_longest(PyUnicode_2BYTE_KIND, data, n, form)
+                                                        : nf_longest(PyUnicode_4BYTE_KIND, data, n, form);
+    return PyLong_FromSsize_t(longest);
 }
 
 #define NF_SHORT_RUN 32 /* runs up to this long are sorted in place, longer ones by counting */
@@ -189,10 +190,8 @@ static PyObject *native_normal_ordered(PyObject *module, PyObject *text) {
    ..., kept] of text cut at the spans' ends (the kept parts in the form, maybe empty) */
 static PyObject *native_normal_parts(PyObject *module, PyObject *args) {
     (void)module;
-    const char *name;
     PyObject *text;
-    if (!PyArg_ParseTuple(args, "sU", &name, &text)) return NULL;
-    int form = nf_form(name);
+    int form = nf_args(args, &text);
     if (form < 0) return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
