@@ -19,10 +19,11 @@ from functools import lru_cache, partial
 from typing import Literal, TypeVar
 
 from service.bpe import normalforms
+from service.bpe.addedtokens import literal_trie
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
 from service.bpe.native import NativeEngine
-from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo, literal_trie
+from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo
 from service.bpe.vocab import Vocabulary
 from service.bpe.wordcut import contexts
 from service.errors import (
