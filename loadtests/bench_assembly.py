@@ -33,7 +33,7 @@ from service.bpe import StreamDecoder, Tokenizer
 from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.registry import load_store
+from service.store.loader import load_store
 
 STOPS = ["\n\nUser:", "</answer>", "<|im_end|>", "Observation:"]
 

@@ -36,7 +36,7 @@ from loadtests.bench_models import conversation
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.registry import load_store
+from service.store.loader import load_store
 from tests.chatgen import TOOLS
 
 GOAL_MS = 2.0

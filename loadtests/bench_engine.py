@@ -49,9 +49,10 @@ from service.bpe import native
 from service.bpe.cache import TextCache
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
+from service.store.builder import build
 from service.store.fileformat import parse
 from service.store.manifest import read_manifest
-from service.store.registry import LoadedTokenizer, build
+from service.store.registry import LoadedTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))

@@ -24,7 +24,7 @@ import httpx
 import serving
 
 from service.settings import Settings
-from service.store.registry import listed_refs
+from service.store.loader import listed_refs
 
 CODE = """
 import json, sys, time

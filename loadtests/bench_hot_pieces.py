@@ -23,7 +23,7 @@ from pathlib import Path
 from service.bpe import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
-from service.store.registry import load_store
+from service.store.loader import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from service.models.billing import count_conversation, estimate_request
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.registry import load_store
+from service.store.loader import load_store
 from tests.chatgen import TOOLS
 
 MODELS = ["qwen2.5", "qwen3", "gpt-oss", "gpt-4o"]

@@ -20,7 +20,7 @@ from service.bpe.native import NativeEngine
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
 from service.store.engines import SCANNER_OF
-from service.store.registry import load_store
+from service.store.loader import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TOKSVC_SHARED", ROOT.parent / "shared"))

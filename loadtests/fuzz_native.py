@@ -294,7 +294,7 @@ def main() -> None:
     from service.bpe import native
     from service.runtime import engine_factory
     from service.settings import BUNDLED_STORE
-    from service.store.registry import load_store
+    from service.store.loader import load_store
 
     assert native.AVAILABLE
     registry = load_store(BUNDLED_STORE, engine_factory("auto"))

@@ -28,7 +28,7 @@ def main() -> None:
 
     from service.runtime import engine_factory
     from service.settings import BUNDLED_STORE
-    from service.store.registry import load_store
+    from service.store.loader import load_store
 
     engine = load_store(BUNDLED_STORE, engine_factory("auto"), only=args.name).resolve(args.name)
     encode, count = engine.tokenizer.engine.encode_ordinary, engine.tokenizer.engine.count_ordinary

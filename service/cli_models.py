@@ -16,10 +16,11 @@ from service import cli_options
 from service.errors import ConfigError, ModelNotFoundError, StoreError
 from service.models import billing
 from service.models.pricing import money
+from service.store.loader import listed_refs
 from service.store.manifest import Manifest, read_manifest
 from service.store.modelfile import OpenAIEstimateChat
 from service.store.modelstore import ModelTables, load_models
-from service.store.registry import Registry, listed_refs
+from service.store.registry import Registry
 
 
 def add_commands(

@@ -15,9 +15,9 @@ from service.store import presets
 from service.store.chatconfig import ChatNaming, profile_from_config
 from service.store.fileformat import TokenizerFile
 from service.store.importers import add_model, add_prices, import_files, trained_file
+from service.store.loader import listed_refs
 from service.store.manifest import ManifestEntry, add_entry, add_to_store
 from service.store.modelfile import OpenAIEstimateChat
-from service.store.registry import listed_refs
 from service.store.sources import Naming
 
 

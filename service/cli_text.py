@@ -18,7 +18,7 @@ from pathlib import Path
 from service import cli_models, cli_options
 from service.bpe import SpecialSet, Tokenizer, textops
 from service.errors import ConfigError, TokenizerNotFoundError
-from service.store.registry import listed_refs
+from service.store.loader import listed_refs
 
 # (tokenizer, text, allowed special, disallowed special) -> the line to print
 TextOperation = Callable[[Tokenizer, str, SpecialSet, SpecialSet], str]

@@ -21,7 +21,8 @@ from typing import Literal
 from service.bpe import Tokenizer
 from service.errors import TokenizerNotFoundError
 from service.settings import BUNDLED_STORE
-from service.store.registry import LoadedTokenizer, listed_refs, load_store
+from service.store.loader import listed_refs, load_store
+from service.store.registry import LoadedTokenizer
 
 Allowed = Literal["all"] | Set[str]
 Disallowed = Literal["all"] | Collection[str]

@@ -20,8 +20,10 @@ from service.bpe import Engine, PythonEngine, Vocabulary, native
 from service.bpe.cache import TextCache
 from service.settings import Engine as EngineChoice
 from service.settings import Settings
+from service.store.builder import EngineFactory
 from service.store.engines import native_engine
-from service.store.registry import EngineFactory, Registry, load_store
+from service.store.loader import load_store
+from service.store.registry import Registry
 
 log = logging.getLogger("toksvc")
 

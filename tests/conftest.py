@@ -14,7 +14,8 @@ from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 from service.bpe import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
-from service.store.registry import Registry, load_store
+from service.store.loader import load_store
+from service.store.registry import Registry
 from tests.serverproc import Server, start_server, stop_server
 from tests.testdata import tiktoken_ranks, vocab_file
 

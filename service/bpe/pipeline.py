@@ -17,14 +17,10 @@ joined UTF-8 text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Any
 
-import regex
-
+from service.bpe.addedtokens import AddedLiteral, AddedSet, Matcher, matchers, split_added
 from service.bpe.deadline import checkpoint
 from service.bpe.textsteps import (
     CHECK_EVERY,
@@ -39,21 +35,6 @@ ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merge
 StretchMemo = dict[tuple[str, bool], list[int]]  # (stretch, begins the text) -> its ids
 # stretches (str, cut by the word cut: service/bpe/wordcut.py) and added ids (int), in C
 EncodeWords = Callable[[list[str | int]], list[int]]
-_SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
-_SPACE_AT_START = regex.compile(r"\p{White_Space}+")
-
-
-@dataclass(frozen=True, slots=True)
-class AddedLiteral:
-    content: str
-    id: int
-    special: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    single_word: bool = False
-    normalized: bool = False
-    match: str = ""  # what is looked for: `content`, normalized when `normalized` (set by Pipeline)
-    decoded: bytes | None = None  # what it decodes to, when not the UTF-8 of `match`
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +75,9 @@ class Pipeline:
                 match = run_normalizers(self.normalizers, a.content, True)[0]
             added.append(replace(a, match=match))
         object.__setattr__(self, "added", tuple(added))
-        object.__setattr__(self, "_key", _AddedSet(self.added))
+        object.__setattr__(self, "_key", AddedSet(self.added))
         object.__setattr__(self, "_expand_from", min(self.expand, default=0))
-        _matchers(self._key, frozenset())  # built at load: Gemma's 6,414 literals take 0.1 s
+        matchers(self._key, frozenset())  # built at load: Gemma's 6,414 literals take 0.1 s
 
     def decoded(self, added: AddedLiteral) -> bytes:
         return added.match.encode("utf-8") if added.decoded is None else added.decoded
@@ -122,11 +103,11 @@ class Pipeline:
         cost about their new stretches. `words`: the engine's word cut and merge of the whole
         text's stretches in one call (for a pipeline with `words`, no added tokens matched on
         normalized text and no memo)."""
-        raw, normalized = _matchers(self._key, frozenset(allowed))
+        raw, normalized = matchers(self._key, frozenset(allowed))
         if words is not None and normalized is None and memo is None:
             return self._expanded(words(self._stretches(text, raw)))
         out: list[int] = []
-        for n, (start, end, token) in enumerate(_split(text, raw)):
+        for n, (start, end, token) in enumerate(split_added(text, raw)):
             if n % CHECK_EVERY == CHECK_EVERY - 1:
                 checkpoint()
             if token is not None:
@@ -145,7 +126,7 @@ class Pipeline:
         self,
         text: str,
         at_start: bool,
-        normalized: _Matcher,
+        normalized: Matcher,
         merge: MergePieces,
         scan: ScanText | None,
     ) -> list[int]:
@@ -153,7 +134,7 @@ class Pipeline:
         added tokens split out, the rest pre-tokenized and merged."""
         out: list[int] = []
         segment, origin = run_normalizers(self.normalizers, text, at_start)
-        for a, b, later in _split(segment, normalized):
+        for a, b, later in split_added(segment, normalized):
             if later is not None:
                 out.append(later.id)
                 continue
@@ -165,7 +146,7 @@ class Pipeline:
                 out += self._expanded(merge(pieces))
         return out
 
-    def _stretches(self, text: str, raw: _Matcher) -> list[str | int]:
+    def _stretches(self, text: str, raw: Matcher) -> list[str | int]:
         """The normalized stretches between the added tokens of `raw` and those tokens' ids, in
         order (a stretch's pre-tokenizers are none: the caller checked)."""
         steps = self.normalizers
@@ -190,7 +171,7 @@ class Pipeline:
                 elif part:
                     items.append(run_normalizers(steps, part, n == 0)[0])
             return items
-        for n, (start, end, token) in enumerate(_split(text, raw)):
+        for n, (start, end, token) in enumerate(split_added(text, raw)):
             if n % CHECK_EVERY == CHECK_EVERY - 1:
                 checkpoint()
             if token is not None:
@@ -226,97 +207,3 @@ class Pipeline:
                     n += 1
                 text = text[n * len(step.pattern) :]
         return text
-
-
-# the trie (one group: its `split` alternates gaps and matches), the tokens by what is matched,
-# and whether no token has lstrip/rstrip/single_word rules (then `split` cuts as `_split` does)
-_Matcher = tuple[re.Pattern[str], dict[str, AddedLiteral], bool] | None
-
-
-class _AddedSet:
-    """A pipeline's added tokens as one cache key, hashed by identity (a tuple of hundreds of
-    them would be hashed item by item at every encode)."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: Sequence[AddedLiteral]) -> None:
-        self.items = items
-
-
-@lru_cache(maxsize=64)
-def _matchers(added: object, allowed: frozenset[str]) -> tuple[_Matcher, _Matcher]:
-    """The raw-text and normalized-text matchers of the added tokens in play (`added`: the
-    pipeline's `_AddedSet`)."""
-    assert isinstance(added, _AddedSet)
-    live = [a for a in added.items if not a.special or a.content in allowed]
-    return _matcher([a for a in live if not a.normalized]), _matcher(
-        [a for a in live if a.normalized]
-    )
-
-
-def _matcher(tokens: list[AddedLiteral]) -> _Matcher:
-    if not tokens:
-        return None
-    by_content = {t.match: t for t in tokens if t.match}
-    plain = not any(t.lstrip or t.rstrip or t.single_word for t in by_content.values())
-    return re.compile(f"({literal_trie(sorted(by_content))})"), by_content, plain
-
-
-def literal_trie(literals: list[str]) -> str:
-    """A regex matching the longest of `literals` that starts at a position: the literals as a
-    trie (a node's longer continuations tried before it ends), so a search costs a walk down the
-    trie, not a try of every literal (Gemma has 6,414 added tokens)."""
-    root: dict[str, Any] = {}
-    for lit in literals:
-        node = root
-        for ch in lit:
-            node = node.setdefault(ch, {})
-        node[""] = True
-
-    def walk(node: dict[str, Any]) -> str:
-        ends = "" in node
-        branches = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
-        return body + "?" if ends else body
-
-    return walk(root)
-
-
-def _is_word(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def _split(text: str, matcher: _Matcher) -> list[tuple[int, int, AddedLiteral | None]]:
-    """(start, end, added token or None) covering `text`, as the reference's
-    `split_with_indices` cuts it."""
-    if matcher is None or not text:
-        return [(0, len(text), None)] if text else []
-    pattern, tokens, _ = matcher
-    found: list[tuple[int, int, AddedLiteral]] = []
-    start_offset = 0
-    for m in pattern.finditer(text):
-        start, stop = m.span()
-        token = tokens[m.group()]
-        if token.single_word:
-            start_space = start == 0 or not _is_word(text[start - 1])
-            stop_space = stop == len(text) or not _is_word(text[stop])
-            if not (start_space and stop_space):
-                continue
-        if token.lstrip and (space := _SPACE_AT_END.search(text, 0, start)):
-            start = max(space.start(), start_offset)
-        if token.rstrip and (space := _SPACE_AT_START.match(text, stop)):
-            stop = space.end()
-        found.append((start, stop, token))
-        start_offset = stop
-    out: list[tuple[int, int, AddedLiteral | None]] = []
-    offset = 0
-    for start, stop, token in found:
-        if offset < start:
-            out.append((offset, start, None))
-        out.append((start, stop, token))
-        offset = stop
-    if offset < len(text):
-        out.append((offset, len(text), None))
-    return out

@@ -12,33 +12,27 @@ Normalization then applies to each stretch of ordinary text between allowed spec
 from __future__ import annotations
 
 import asyncio
-import re
-from array import array
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
-from functools import lru_cache, partial
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import Literal, TypeVar
 
 from service.bpe import normalforms
 from service.bpe.cache import TextCache
 from service.bpe.engine import Engine, PieceEngine
+from service.bpe.idbytes import IdBytes
 from service.bpe.native import NativeEngine
-from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo, literal_trie
+from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo
+from service.bpe.specials import SpecialSet, SpecialTokens, splitter
 from service.bpe.vocab import Vocabulary
 from service.bpe.wordcut import contexts
 from service.errors import (
-    DisallowedSpecialError,
     EngineFailureError,
-    SurrogateError,
     ToksvcError,
     UndecodableBytesError,
-    UnknownIdError,
-    UnknownSpecialError,
 )
 
 Normalization = Literal["none", "NFC", "NFKC"]
-_GAP = 0xFFFFFFFF  # decoded_size's entry for an id without a token: no real sum reaches it
 Errors = Literal["strict", "replace"]
-SpecialSet = Set[str] | Literal["all"]
 R = TypeVar("R")
 # what must never be caught at the engine boundary: the process's or the task's own end
 # the process's own exits, and typed errors (a work's deadline checked inside the pipeline)
@@ -84,7 +78,7 @@ class Tokenizer:
             unsafe = contexts(vocab.tokens, pipeline.words)
             if unsafe is not None:
                 self._words = partial(engine.encode_words, pipeline.words.encode(), unsafe)
-        self._all_special = frozenset(self.special_tokens)  # "all", hashed once
+        self._specials = SpecialTokens(self.special_tokens)
         self.lead: Callable[[bytes], bytes] | None = None
         """What the start of a sequence makes of its first bytes: None for byte-level families;
         a SentencePiece family drops one leading space (the stream assembler applies it)."""
@@ -101,13 +95,11 @@ class Tokenizer:
             table.extend([None] * (added.id + 1 - len(table)))
             table[added.id] = pipeline.decoded(added)  # type: ignore[union-attr]
         self._table = table
-        self._lengths: array[int] | None = None  # built on first use (decoded_size)
-        self._leads: array[int] | None = None  # built on first use (character_starts)
-        self._kept: list[bytes | None] | None = None  # built on first use (kept_bytes)
+        self._bytes = IdBytes(table, self.skipped_ids)
         self.n_vocab = len(table)
         """tiktoken's `n_vocab`: the highest id + 1, special tokens included (the size of an
         array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
-        self.defined_ids = len(table) - table.count(None)
+        self.defined_ids = self._bytes.defined_ids
         """Number of ids that are defined, special tokens included."""
 
     # --- encoding ---------------------------------------------------------------------------
@@ -128,7 +120,7 @@ class Tokenizer:
         their stretches: a conversation's prefixes); the ids are the same with or without it."""
         if self.pipeline is not None:
             pipeline = self.pipeline
-            allowed = self._allowed(text, allowed_special, disallowed_special)
+            allowed = self._specials.allowed(text, allowed_special, disallowed_special)
             engine: PieceEngine = self.engine  # type: ignore[assignment]
             scan, words = self._scan, self._words
             ids = _guarded(
@@ -140,7 +132,7 @@ class Tokenizer:
             return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
         if memo is not None:
             return self._encode_known(text, allowed_special, disallowed_special, memo)
-        segments = list(self._segments(text, allowed_special, disallowed_special))
+        segments = list(self._specials.segments(text, allowed_special, disallowed_special))
         if len(segments) == 1 and segments[0][1] is None:  # ordinary text: the engine's own list
             ordinary = self._ordinary(self._normalize(segments[0][0]))
             return ordinary if isinstance(ordinary, list) else list(ordinary)
@@ -155,10 +147,10 @@ class Tokenizer:
     def _encode_known(
         self, text: str, allowed: SpecialSet, disallowed: SpecialSet, memo: StretchMemo
     ) -> list[int]:
-        """`encode` with a memo: the text cut by the same regex as `_segments` (its split, in
-        one call: odd parts are the special tokens), each stretch encoded once."""
-        allowed_set = self._allowed(text, allowed, disallowed)
-        parts = _splitter(frozenset(allowed_set)).split(text) if allowed_set else [text]
+        """`encode` with a memo: the text cut by the same regex as `SpecialTokens.segments` (its
+        split, in one call: odd parts are the special tokens), each stretch encoded once."""
+        allowed_set = self._specials.allowed(text, allowed, disallowed)
+        parts = splitter(frozenset(allowed_set)).split(text) if allowed_set else [text]
         special = self.special_tokens
         out: list[int] = []
         for i, part in enumerate(parts):
@@ -182,7 +174,9 @@ class Tokenizer:
             return len(self.encode(text, allowed_special=allowed_special,
                                    disallowed_special=disallowed_special))  # fmt: skip
         total = 0
-        for segment, special_id in self._segments(text, allowed_special, disallowed_special):
+        for segment, special_id in self._specials.segments(
+            text, allowed_special, disallowed_special
+        ):
             if special_id is not None:
                 total += 1
             elif self._cacheable(segment):
@@ -211,97 +205,23 @@ class Tokenizer:
         form = self.normalization
         return text if form == "none" else normalforms.normalize(form, text)
 
-    def _allowed(self, text: str, allowed: SpecialSet, disallowed: SpecialSet) -> Set[str]:
-        """The allowed special tokens, after refusing text with a disallowed one."""
-        _refuse_surrogates(text)
-        allowed_set = self._special_set(allowed)
-        if disallowed == "all":
-            disallowed_set = set() if allowed == "all" else self._all_special - allowed_set
-        else:
-            disallowed_set = self._special_set(disallowed)
-        if disallowed_set and (found := _finder(frozenset(disallowed_set)).search(text)):
-            raise DisallowedSpecialError(found.group(), found.start())
-        return allowed_set
-
-    def _segments(
-        self, text: str, allowed: SpecialSet, disallowed: SpecialSet
-    ) -> Iterator[tuple[str, int | None]]:
-        """Split text into (ordinary text, None) and (literal, special id) segments."""
-        allowed_set = self._allowed(text, allowed, disallowed)
-        if not allowed_set:
-            yield text, None
-            return
-        start = 0
-        for found in _finder(frozenset(allowed_set)).finditer(text):
-            if found.start() > start:
-                yield text[start : found.start()], None
-            yield found.group(), self.special_tokens[found.group()]
-            start = found.end()
-        if start < len(text) or start == 0:
-            yield text[start:], None
-
-    def _special_set(self, tokens: SpecialSet) -> Set[str]:
-        if tokens == "all":
-            return self._all_special
-        unknown = {t for t in tokens if t not in self.special_tokens}  # never a copy of the keys
-        if unknown:
-            raise UnknownSpecialError(unknown)
-        return tokens
-
     # --- decoding ---------------------------------------------------------------------------
 
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
         """The bytes of all ids joined. Unknown ids are an error that names them."""
-        table = self._table
-        try:
-            if ids and min(ids) < 0:  # a negative index would read from the end of the table
-                raise IndexError
-            return b"".join([table[i] for i in ids])  # type: ignore[misc]
-        except (IndexError, TypeError):  # beyond the table, or a gap (None) in it
-            size = len(table)
-            unknown = [i for i in ids if not 0 <= i < size or table[i] is None]
-            raise UnknownIdError(unknown, self.defined_ids) from None
+        return self._bytes.decode_bytes(ids)
 
     def kept_bytes(self, ids: Sequence[int]) -> bytes:
-        """`decode_bytes` with the bytes of `skipped_ids` left out (what `skip_special_tokens`
-        keeps): a second table where they are empty, so the ids need no filtering."""
-        kept = self._kept
-        if kept is None:  # two threads may both build it: the same list, harmless
-            kept = list(self._table)
-            for tid in self.skipped_ids:
-                kept[tid] = b""
-            self._kept = kept
-        try:
-            if ids and min(ids) < 0:
-                raise IndexError
-            return b"".join([kept[i] for i in ids])  # type: ignore[misc]
-        except (IndexError, TypeError):
-            return self.decode_bytes(ids)  # raises UnknownIdError naming them
+        """`decode_bytes` with the bytes of `skipped_ids` left out (`skip_special_tokens`)."""
+        return self._bytes.kept_bytes(ids)
 
     def decoded_size(self, ids: Sequence[int]) -> int:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
-        lengths = self._lengths
-        if lengths is None:  # two threads may both build it: the same table, harmless
-            lengths = self._lengths = array("I", [_GAP if b is None or len(b) >= _GAP else len(b)
-                                                  for b in self._table])  # fmt: skip
-        try:
-            if ids and min(ids) < 0:
-                raise IndexError
-            size = sum(map(lengths.__getitem__, ids))
-        except IndexError:
-            size = _GAP
-        # an unknown id (or a token of 4 GiB) counts _GAP: only then is the exact answer needed
-        return size if size < _GAP else len(self.decode_bytes(ids))  # raises UnknownIdError
+        return self._bytes.decoded_size(ids)
 
     def character_starts(self, ids: Sequence[int]) -> list[int]:
-        """How many characters start in each token's bytes (its UTF-8 lead bytes): summed over a
-        prefix of the ids, where the next token lies in the decoded text, in code points (a
-        character split over two tokens counts in the first). Known ids only."""
-        leads = self._leads
-        if leads is None:  # two threads may both build it: the same table, harmless
-            starts = [0 if b is None else sum((c & 0xC0) != 0x80 for c in b) for b in self._table]
-            leads = self._leads = array("I", starts)
-        return list(map(leads.__getitem__, ids))
+        """How many characters start in each token's bytes (`IdBytes.character_starts`)."""
+        return self._bytes.character_starts(ids)
 
     @property
     def text_step(self) -> Callable[[str, bytes | None], str] | None:
@@ -331,26 +251,3 @@ def _guarded(call: Callable[[str], R], text: str) -> R:
         raise
     except BaseException as exc:  # the point: a native panic is a BaseException
         raise EngineFailureError(len(text), type(exc).__name__) from None
-
-
-def _refuse_surrogates(text: str) -> None:
-    """Lone surrogates (possible in JSON) are no characters. UTF-8 encoding finds them at C speed
-    (0.4 ms per MB, a tenth of a regex scan); only then is the position looked up."""
-    if text.isascii():
-        return
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise SurrogateError(exc.start) from None
-
-
-@lru_cache(maxsize=256)
-def _finder(literals: frozenset[str]) -> re.Pattern[str]:
-    """A regex that finds any of the literals, the longest first where several start together."""
-    return re.compile(literal_trie(sorted(literals)))
-
-
-@lru_cache(maxsize=64)
-def _splitter(literals: frozenset[str]) -> re.Pattern[str]:
-    """`_finder`'s regex as one group, for `split`."""
-    return re.compile(f"({literal_trie(sorted(literals))})")

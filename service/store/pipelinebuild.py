@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.bpe import textsteps
+from service.bpe.addedtokens import AddedLiteral
 from service.bpe.bytefallback import one_character, synthetic_merges
-from service.bpe.pipeline import AddedLiteral, DecodeStep, Pipeline
+from service.bpe.pipeline import DecodeStep, Pipeline
 from service.bpe.textsteps import Normalize, PreTokenize
 from service.store.bytelevel import gpt2_byte_alphabet
 from service.store.chains import chain_scanner

@@ -16,8 +16,8 @@ from service.bpe import train
 from service.errors import StoreError
 from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile
+from service.store.loader import load_store
 from service.store.manifest import MANIFEST, add_to_store
-from service.store.registry import load_store
 
 SAMPLE = "Fuzzing the loader: 中文, émoji 🙂, code() and <|end|>."
 SETTINGS = settings(max_examples=300, deadline=None,

@@ -14,9 +14,10 @@ from service.bpe.native import NativeEngine
 from service.runtime import engine_factory
 from service.store.fileformat import TokenizerFile
 from service.store.importers import import_files
+from service.store.loader import load_store
 from service.store.manifest import add_to_store
 from service.store.presets import PRESETS
-from service.store.registry import Registry, load_store
+from service.store.registry import Registry
 from service.store.sources import Naming
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.testdata import CORPUS_NAMES as CORPORA

@@ -20,9 +20,10 @@ from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
 from service.store.importers import import_files
+from service.store.loader import load_store
 from service.store.manifest import add_to_store
 from service.store.presets import KIMI_PATTERN, PRESETS
-from service.store.registry import Registry, load_store
+from service.store.registry import Registry
 from service.store.sources import Naming
 from tests.conftest import tekken
 from tests.property.test_roundtrip import pieces

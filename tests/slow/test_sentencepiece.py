@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
 from service.store.importers import import_files
+from service.store.loader import load_store
 from service.store.manifest import add_to_store
-from service.store.registry import Registry, load_store
+from service.store.registry import Registry
 from service.store.sources import Naming
 from tests.testdata import CORPUS_NAMES, corpus_text, vocab_file
 

@@ -16,7 +16,7 @@ import pytest
 from service.cli import main
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
-from service.store.registry import load_store
+from service.store.loader import load_store
 from tests.chatgen import conversation
 from tests.testdata import vocab_file
 

@@ -26,7 +26,8 @@ from service.cli import main
 from service.errors import TemplateError
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
-from service.store.registry import Registry, load_store
+from service.store.loader import load_store
+from service.store.registry import Registry
 from tests.chatgen import alternating, conversation
 from tests.unit.test_chat_oracle import N_CONVERSATIONS, hf_messages
 

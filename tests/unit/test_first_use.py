@@ -21,8 +21,8 @@ from service.cli import main
 from service.errors import FormatError, TokenizerUnavailableError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
+from service.store.loader import load_store
 from service.store.manifest import MANIFEST
-from service.store.registry import load_store
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import pytest
 from service.bpe import train
 from service.errors import FormatError
 from service.runtime import engine_factory
+from service.store.builder import build
 from service.store.fileformat import TokenizerFile, dumps, json_schema, parse
 from service.store.manifest import ManifestEntry
-from service.store.registry import build
 from service.store.validation import validate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,9 +31,9 @@ from service.errors import (
 )
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
+from service.store.loader import load_store
 from service.store.manifest import MAX_ENTRIES, Manifest, ManifestEntry, check_manifest
 from service.store.reading import read_bounded, read_verified
-from service.store.registry import load_store
 
 # --- NDJSON lines ----------------------------------------------------------------------------
 

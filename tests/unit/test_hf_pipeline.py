@@ -24,8 +24,8 @@ from service.bpe import StreamDecoder
 from service.errors import DisallowedSpecialError, UnsupportedComponentError
 from service.runtime import engine_factory
 from service.store.hfjson import from_tokenizer_json
+from service.store.loader import load_store
 from service.store.manifest import add_to_store
-from service.store.registry import load_store
 from service.store.sources import Naming
 from tests.testdata import corpus_text, vocab_bytes
 

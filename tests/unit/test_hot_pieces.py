@@ -95,7 +95,7 @@ import gc, json, sys
 from service.bpe import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.registry import load_store
+from service.store.loader import load_store
 registry = load_store(BUNDLED_STORE, engine_factory("auto"), only="cl100k_base")
 loaded = registry.resolve("cl100k_base")
 engine = native.NativeEngine(loaded.tokenizer.vocab, loaded.pattern, "cl100k")

@@ -16,6 +16,7 @@ from litestar.testing import TestClient
 from service.api.app import create_app
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
+from service.store.loader import load_store
 from service.store.manifest import add_entry
 from service.store.modelfile import (
     AnthropicImages,
@@ -26,7 +27,6 @@ from service.store.modelfile import (
     OpenAIEstimateChat,
     OpenAIPatchImages,
 )
-from service.store.registry import load_store
 from tests.testdata import image_bytes
 from tests.unit.test_images import gif, jpeg, png
 

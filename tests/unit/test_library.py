@@ -12,7 +12,8 @@ import service
 from service.bpe import PythonEngine, native
 from service.errors import DisallowedSpecialError, TokenizerNotFoundError, UnknownIdError
 from service.settings import BUNDLED_STORE
-from service.store.registry import Registry, load_store
+from service.store.loader import load_store
+from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 
 TEXTS = ["Hello, world", "héllo 🙂 wörld\n\n  x", "<|endoftext|> <|fim_prefix|>", "", "a\ud800b"]

@@ -9,9 +9,9 @@ import pytest
 
 from service.errors import ModelNotFoundError
 from service.settings import BUNDLED_STORE
+from service.store.loader import load_store
 from service.store.manifest import read_manifest
 from service.store.modelfile import json_schemas
-from service.store.registry import load_store
 from tests.modelstores import make_store, model
 
 PRICE = {"format": "toksvc-prices", "format_version": 1, "name": "house", "version": "1",

@@ -226,7 +226,7 @@ logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 from service.bpe import PythonEngine, native
 from service.settings import BUNDLED_STORE
 from service.runtime import engine_factory
-from service.store.registry import load_store
+from service.store.loader import load_store
 assert not native.AVAILABLE
 reg = load_store(BUNDLED_STORE, engine_factory("auto"), only="gpt2")
 tok = reg.resolve("gpt2").tokenizer

@@ -14,8 +14,9 @@ from service.bpe.native import NativeEngine
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
 from service.store.fileformat import TokenizerFile
+from service.store.loader import listed_refs, load_store
 from service.store.manifest import add_to_store
-from service.store.registry import Registry, listed_refs, load_store
+from service.store.registry import Registry
 from tests.testdata import CORPUS_NAMES, corpus_text
 
 TEXT = "Shared vocabularies: the same merges, other special tokens <|a|> <|b|>."

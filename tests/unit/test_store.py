@@ -8,8 +8,8 @@ import pytest
 from service.bpe import train
 from service.errors import HashMismatchError, ManifestError, TokenizerNotFoundError
 from service.store.fileformat import TokenizerFile
+from service.store.loader import load_store
 from service.store.manifest import MANIFEST, add_to_store, read_manifest
-from service.store.registry import load_store
 
 
 def trained(version: str, vocab_size: int) -> TokenizerFile:

@@ -16,9 +16,10 @@ import pytest
 
 from service.errors import ManifestError, StoreError
 from service.store import manifest as manifest_module
+from service.store.loader import load_store
 from service.store.manifest import MANIFEST, read_manifest
 from service.store.reading import MAX_MANIFEST_BYTES
-from service.store.registry import Registry, load_store
+from service.store.registry import Registry
 
 HANG_SECONDS = 20  # far beyond any real read of these tiny files: past it, the read is stuck
 

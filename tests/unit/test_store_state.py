@@ -11,9 +11,9 @@ from pathlib import Path
 
 from service.api import store_state
 from service.api.handoff import WorkerProcess
+from service.store.loader import load_store
+from service.store.loader import store_state as combined_state
 from service.store.manifest import MANIFEST
-from service.store.registry import load_store
-from service.store.registry import store_state as combined_state
 
 A, B = "a" * 64, "b" * 64
 

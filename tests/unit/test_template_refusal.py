@@ -11,7 +11,8 @@ from service.bpe.deadline import Deadline
 from service.errors import LimitExceededError, TemplateError
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
-from service.store.registry import Registry, load_store
+from service.store.loader import load_store
+from service.store.registry import Registry
 from tests.modelstores import make_store, model
 
 # refuses a conversation without a user message (as Qwen3's "No user query found"), and any
