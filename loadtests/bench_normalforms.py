@@ -4,10 +4,14 @@
 tokenizer's encode_ordinary of hi_devanagari (which it normalizes, if its file says so) with the
 scan and without it; and with --dense, 2 MB lines of a composing mark every N characters (the
 texts whose spans are densest), by spans, by lines (the whole line) and `unicodedata` whole, with
-the peak of traced memory. A few seconds.
+the peak of traced memory; and with --long-runs, `"a" + "\u0301\u0316" * N` (runs of two marks out of
+canonical order) by the way without the extension (`by_lines`, which orders long runs in Python,
+`in_order`) against `unicodedata` whole (CPython's quadratic ordering; up to 128 KB), and the
+time `prepare` takes to make the tables once. A few seconds.
 
     python loadtests/bench_normalforms.py
     python loadtests/bench_normalforms.py --tokenizer qwen3 --dense
+    python loadtests/bench_normalforms.py --long-runs --repeat 3
 """
 
 from __future__ import annotations
@@ -68,12 +72,34 @@ def dense(repeat: int) -> None:
         )
 
 
+def long_runs(repeat: int) -> None:
+    for form in FORMS:
+        start = time.perf_counter()
+        normalforms.prepare(form)
+        print(f"prepare({form}): {(time.perf_counter() - start) * 1e3:.0f} ms (once a process)")
+    print("UTF-8 KB  form  by lines ms  unicodedata ms")
+    for n in (8_000, 32_000, 128_000, 512_000, 1_850_000):
+        text = "a" + "\u0301\u0316" * n
+        for form in FORMS:
+            calls: list[Callable[[], object]] = [lambda: normalforms.by_lines(form, text)]
+            if n <= 32_000:  # 128 KB: 3.3 s; 512 KB: about a minute
+                calls.append(lambda: unicodedata.normalize(form, text))
+            times = best(calls, repeat if n <= 32_000 else 1)
+            if n <= 32_000:
+                assert normalforms.by_lines(form, text) == unicodedata.normalize(form, text)
+            whole = f"{times[1]:14.1f}" if len(times) > 1 else "             -"
+            print(f"{len(text.encode()) // 1000:8} {form:5} {times[0]:12.1f} {whole}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--tokenizer", help="also time this tokenizer's encode_ordinary (hi)")
     ap.add_argument("--dense", action="store_true", help="also the texts of densest spans")
+    ap.add_argument("--long-runs", action="store_true", help="only long runs of marks, by lines")
     args = ap.parse_args()
+    if args.long_runs:
+        return long_runs(min(args.repeat, 5))
     spans = normalforms.SPANS
     assert spans is not None, "no native scan (extension not built, or another Unicode version)"
     print("corpus               chars   form  spans  by lines ms  by spans ms  ratio")

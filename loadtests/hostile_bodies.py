@@ -66,7 +66,14 @@ def main() -> int:
         "decode/step of 1,000,000 ids": lambda: post(
             json.dumps({"ids": [31373] * 1_000_000}).encode(), f"{T}/decode/step"),
         "NDJSON: one 8 MB line in 1 KB chunks": lambda: ndjson_in_small_chunks(port),
-        # qwen3 normalizes (NFC): runs of marks out of canonical order (CPython's insertion sort)
+        # qwen3 normalizes (NFC): its first use builds it; then the first long run of marks the
+        # process meets, small (inline), needs the tables of decompositions (made as it loads)
+        "qwen3 count of 'hello' (its first use)": lambda: post(
+            b'{"text": "hello"}', "/v1/tokenizers/qwen3/count"),
+        "qwen3 count: 'a' + 80 marks, the first long run of marks": lambda: post(
+            json.dumps({"text": "a" + "\u0301\u0316" * 40}).encode(),
+            "/v1/tokenizers/qwen3/count"),
+        # runs of marks out of canonical order (CPython's insertion sort)
         "qwen3 count: 'a' + 3.7 M marks of two classes, alternating (7.4 MB)": lambda: post(
             json.dumps({"text": "a" + "\u0301\u0316" * 1_850_000}, ensure_ascii=False).encode(),
             "/v1/tokenizers/qwen3/count"),

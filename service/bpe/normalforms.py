@@ -25,12 +25,21 @@ Otherwise, and for the decomposed forms (NFD, NFKD, cheap to build whole), `by_l
 is a stable character in every form, so a text's normal form is its lines' normal forms joined by
 line feeds, and the lines already in the form are kept. A line costs a call, so a text of short
 lines (under MIN_LINE characters on average) is normalized whole, as is a text of one line.
-ASCII text is in every form.
+ASCII text is in every form. A text with more than LONG_RUN characters in a row that decompose
+to non-starters only is ordered in Python first (`in_order`: the same decomposition, each run of
+two or more non-starters sorted by `unicodedata.combining` with `sorted`, which is stable), so
+this way too is linear where CPython's ordering is quadratic (without the extension, 128 KB of
+two alternating marks took 3.3 s).
+
+The tables these orderings need (`decompositions`, ~0.13 s a form, and `mark_runs`) are made
+once a process by `prepare`, which loading a tokenizer calls for the forms it uses, in its own
+thread; a request does not wait for them on the event loop.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import Literal
@@ -75,6 +84,8 @@ def by_lines(form: Form, text: str) -> str:
     """Only the lines not in the form normalized (or the whole text, see above)."""
     if text.isascii() or unicodedata.is_normalized(form, text):
         return text
+    if len(text) > LONG_RUN and mark_runs(form)[0].search(text) is not None:
+        return in_order(form, text)
     breaks = text.count("\n")
     if form in ("NFD", "NFKD") or not breaks or breaks * MIN_LINE > len(text):
         return unicodedata.normalize(form, text)
@@ -96,10 +107,59 @@ def ordered(form: Form, text: str) -> str:
     return _native.normal_ordered(text.translate(decompositions(DECOMPOSED[form])))
 
 
+def in_order(form: Form, text: str) -> str:
+    """`unicodedata.normalize(form, text)` in linear time without the extension: the full
+    decomposition, every run of non-starters sorted by class here (stably, as canonical ordering
+    is), then composed by `unicodedata` (NFC, NFKC), which finds it in order."""
+    runs = mark_runs(form)[1]
+    decomposed = runs.sub(_sorted_run, text.translate(decompositions(DECOMPOSED[form])))
+    return decomposed if form in ("NFD", "NFKD") else unicodedata.normalize(form, decomposed)
+
+
+def _sorted_run(run: re.Match[str]) -> str:
+    return "".join(sorted(run[0], key=unicodedata.combining))
+
+
+def prepare(form: Form) -> None:
+    """Make now the tables a long run of marks in `form` needs (about 0.2 s, once a process):
+    a tokenizer that normalizes calls it as it loads, so that no request makes them."""
+    decompositions(DECOMPOSED[form])
+    mark_runs(form)
+
+
+@functools.cache
+def mark_runs(form: Form) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(more than LONG_RUN characters in a row whose decomposition in `form` is non-starters only;
+    two or more non-starters in a row)."""
+    table = decompositions(DECOMPOSED[form])
+    nonstarters = _nonstarters()
+    marks = {cp for cp in nonstarters if cp not in table}
+    marks |= {cp for cp, full in table.items() if all(ord(c) in nonstarters for c in full)}
+    return (re.compile(f"[{_char_class(sorted(marks))}]{{{LONG_RUN + 1},}}"),
+            re.compile(f"[{_char_class(sorted(nonstarters))}]{{2,}}"))  # fmt: skip
+
+
+@functools.cache
+def _nonstarters() -> frozenset[int]:
+    """Every code point of a combining class other than 0 (what canonical ordering sorts)."""
+    return frozenset(cp for cp in range(0x110000) if unicodedata.combining(chr(cp)))
+
+
+def _char_class(code_points: list[int]) -> str:
+    """The inside of a regex class matching exactly `code_points` (ascending), as ranges."""
+    ranges: list[list[int]] = []
+    for cp in code_points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+
+
 @functools.cache
 def decompositions(form: Form) -> dict[int, str]:
     """Every code point whose `form` (NFD or NFKD) is another string -> that string (a table for
-    str.translate; made once a form, in about 0.15 s, when a text first needs it)."""
+    str.translate; made once a form, in about 0.13 s, by `prepare`)."""
     table = {}
     for cp in range(0x110000):
         c = chr(cp)

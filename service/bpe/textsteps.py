@@ -32,6 +32,8 @@ _WORD_RUNS = r"\w+|[^\w\s]+"
 
 # --- normalizers ------------------------------------------------------------------------------
 def unicode_form(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Normalize:
+    normalforms.prepare(form)  # as the tokenizer loads, not on a request's first run of marks
+
     def normalize(text: str, origin: bool) -> tuple[str, bool]:
         return normalforms.normalize(form, text), origin
 

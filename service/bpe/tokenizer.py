@@ -65,6 +65,8 @@ class Tokenizer:
         self.pipeline = pipeline
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
+        if normalization != "none":  # its tables now, as it loads, not on a request's first marks
+            normalforms.prepare(normalization)
         if pipeline is not None:
             self.special_tokens |= pipeline.special_tokens
             self._cache = None

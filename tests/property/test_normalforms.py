@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe import native, normalforms
+from service.bpe import PythonEngine, Tokenizer, Vocabulary, native, normalforms, textsteps
 from service.bpe.normalforms import Form, by_lines, normalize
 
 FORMS: list[Form] = ["NFC", "NFKC", "NFD", "NFKD"]
@@ -218,3 +218,77 @@ def test_a_long_run_of_marks_out_of_order_is_ordered_here(
     monkeypatch.setattr(normalforms, "ordered", recorded)
     assert normalize(form, text) == unicodedata.normalize(form, text)
     assert bool(ordered_here) is long_run
+
+
+# --- without the extension (and NFD, NFKD): long runs ordered in Python ----------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LONG_RUNS | TEXTS, min_size=1, max_size=4).map("".join), st.sampled_from(FORMS))
+def test_by_lines_orders_long_runs_of_marks_of_mixed_classes_as_unicodedata(
+    text: str, form: Form
+) -> None:
+    assert by_lines(form, text) == unicodedata.normalize(form, text)
+    assert normalforms.in_order(form, text) == unicodedata.normalize(form, text)
+
+
+def unordered_run(form: Form, text: str) -> int:
+    """The longest run of non-starters out of canonical order (0 if none) in the decomposition
+    of `text` that `unicodedata` makes for `form` (what its insertion sort then orders)."""
+    longest, run = 0, ""
+    for c in text.translate(normalforms.decompositions(normalforms.DECOMPOSED[form])) + "a":
+        if unicodedata.combining(c):
+            run += c
+            continue
+        if list(run) != sorted(run, key=unicodedata.combining):
+            longest = max(longest, len(run))
+        run = ""
+    return longest
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + "\u0301\u0316" * 2_000,  # two marks out of order, alternating (a review's finding)
+        "x\n" * 20 + "a" + "\u0f73\u0316" * 1_000 + "\nb\u0327\u0301",  # in one line of several
+        "\uff76" + "\uff9e\u0301" * 2_000,  # a mark only the K forms decompose to a non-starter
+    ],
+)
+def test_without_the_extension_unicodedata_never_orders_a_long_run(
+    text: str, form: Form, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPython orders a run of marks by an insertion sort (128 KB of the first text: 3.3 s in one
+    call): without the scan (and for NFD, NFKD), `by_lines` orders a long run itself, and what
+    `unicodedata` is given has no run out of order longer than LONG_RUN; the string is the same."""
+    expected = unicodedata.normalize(form, text)
+    given_to_unicodedata: list[int] = []
+    real = unicodedata.normalize
+
+    def recorded(f: Form, t: str) -> str:
+        given_to_unicodedata.append(unordered_run(f, t))
+        return real(f, t)
+
+    normalforms.prepare(form)  # its tables call unicodedata.normalize for each code point
+    monkeypatch.setattr(normalforms, "SPANS", None)
+    monkeypatch.setattr(unicodedata, "normalize", recorded)
+    assert normalize(form, text) == expected
+    assert max(given_to_unicodedata, default=0) <= normalforms.LONG_RUN, given_to_unicodedata
+
+
+def test_a_tokenizer_that_normalizes_makes_the_tables_as_it_loads() -> None:
+    """The tables a long run needs are made by loading the tokenizer (in its thread), not by the
+    first request that meets a long run (on the event loop for a small one: ~0.2 s)."""
+    made = [normalforms.decompositions, normalforms.mark_runs]
+    for table in made:
+        table.cache_clear()
+    vocab = Vocabulary.build("pairs", [(104, 105, 256)])
+    Tokenizer(vocab, PythonEngine(vocab, r"\w+|\s+"), normalization="NFKC")
+    assert [t.cache_info().currsize for t in made] == [1, 1]
+    textsteps.unicode_form("NFC")  # a format v2 pipeline's normalizer, made as it loads
+    assert [t.cache_info().currsize for t in made] == [2, 2]
+    misses = [t.cache_info().misses for t in made]
+    text = "a" + "\u0301\u0316" * 40  # a long run, both by spans and by lines
+    for form in COMPOSED:
+        assert normalize(form, text) == by_lines(form, text) == unicodedata.normalize(form, text)
+    assert [t.cache_info().misses for t in made] == misses  # nothing more was made

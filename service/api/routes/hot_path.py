@@ -4,10 +4,10 @@ Litestar routes the request and runs the app's middlewares (request metrics, API
 request slots) as for any route; then `HotPath`, a route-level middleware on these two routes
 only, reads the body (within the body size limit, and within TOKSVC_BODY_SECONDS, kept by one
 timer for all requests), decodes it with the decoder of the route's `StrictBody` DTO and its
-checks (`bodies.decode_body`), resolves the tokenizer and answers with what the handler answers
-(`encoding.encoded` / `encoding.counted`), encoded by msgspec as Litestar would. The handler's
-DTO, signature model and dependency chain cost more than the rest of the request outside the
-engine (docs/performance.md).
+checks (`bodies.decode_large`: in a thread past 256 KiB), resolves the tokenizer and answers
+with what the handler answers (`encoding.encoded` / `encoding.counted`), encoded by msgspec as
+Litestar would. The handler's DTO, signature model and dependency chain cost more than the rest
+of the request outside the engine (docs/performance.md).
 
 Anything but plain success before the work goes to the full path, with the body already read
 replayed: a body that does not decode or breaks a rule, an unknown tokenizer, a store not loaded.
@@ -34,7 +34,7 @@ from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 from service.api import problems
 from service.api.dependencies import ready
 from service.api.routes import encoding
-from service.api.wire.bodies import decode_body, decoder_of, json_media_type
+from service.api.wire.bodies import decode_large, decoder_of, json_media_type
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
 from service.errors import RequestTimeoutError, ToksvcError
@@ -137,7 +137,8 @@ class HotPath:
             return await problems.send_raw(send, problems.for_error(RequestTimeoutError(seconds)))
         if body is not None:
             try:
-                data = decode_body(plan.decoder, body, worker.settings, name_surrogate=False)
+                data = await decode_large(plan.decoder, body, worker.settings,
+                                          name_surrogate=False)  # fmt: skip
                 tokenizer = await ready(worker.serving().tokenizer_for(scope["path_params"]["ref"]))
             except Exception:  # whatever it is, the full path answers it
                 pass

@@ -10,6 +10,12 @@ is one (`decode_body`; the hot path of encode and count uses it too, with the sa
 A body the JSON parser rejects may hold a lone surrogate escape (\\ud800, which is no character):
 that is a 422 naming its offset, anything else a 400 with the parser's reason.
 
+A body over INLINE_DECODE_BYTES (256 KiB) is decoded, and scanned, in a thread (`run_work`, as
+the engine's work): `BodyRequest` does it once the body is read and `StrictBody` hands on what
+it gave, its value or its error, so the answer is the one an inline decode gives. The scan for
+lone surrogates is one search per 64 KiB, so the event loop gets the GIL between two of them
+(an 8 MB body of surrogate pairs: one search of 0.36 s held it all along).
+
 `BodyRequest` reads the body within TOKSVC_BODY_SECONDS: a client that sends it more slowly gets
 a 408 and the worker moves on. A body declared as something else than JSON (a form, say) is a
 415 before it is read (`json_media_type`); no `Content-Type` at all is taken as JSON.
@@ -31,7 +37,7 @@ from litestar.handlers import BaseRouteHandler
 from litestar.plugins import SerializationPlugin
 from litestar.typing import FieldDefinition
 
-from service.api.budget import check_items
+from service.api.budget import INLINE_DECODE_BYTES, check_items, run_work
 from service.api.wire.tokens import DecodeRequest, RequestBody
 from service.api.worker import worker_of
 from service.errors import LimitExceededError, RequestTimeoutError, SurrogateError
@@ -42,6 +48,8 @@ _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"  # a high, no low after
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"  # a low, no high before
 )
+_SCAN_CHUNK = 64 * 1024  # bytes of body searched in one call (~3 ms of the GIL at worst)
+_SCAN_AHEAD = 12  # what a match starting in a chunk reads past it: 6 bytes + 6 of lookahead
 
 
 def json_media_type(content_type: str | None) -> bool:
@@ -54,6 +62,8 @@ def json_media_type(content_type: str | None) -> bool:
 
 
 class BodyRequest(Request[Any, Any, Any]):
+    decoded: _Decoded | None = None  # a large body's decoding, done in a thread by `body`
+
     async def body(self) -> bytes:
         content_type = self.headers.get("content-type")
         if self.route_handler.handler_id in StrictBody.decoders and not json_media_type(
@@ -67,10 +77,42 @@ class BodyRequest(Request[Any, Any, Any]):
                 body = await super().body()
         except TimeoutError:
             raise RequestTimeoutError(seconds) from None
-        if not body and self.route_handler.handler_id in StrictBody.decoders:
+        decoder = StrictBody.decoders.get(self.route_handler.handler_id)
+        if not body and decoder is not None:
             # Litestar hands an empty body to no DTO: it is malformed JSON all the same
             raise ValidationException("malformed JSON: the body is empty")
+        if decoder is not None and len(body) > INLINE_DECODE_BYTES and not _decoded(self, body):
+            settings = worker_of(self.app).settings
+            self.decoded = await run_work(len(body), lambda _: _Decoded.of(decoder, body, settings),
+                                          inline_bytes=INLINE_DECODE_BYTES)  # fmt: skip
         return body
+
+
+class _Decoded:
+    """What decoding a body gave (in a thread): its value or the error to raise."""
+
+    __slots__ = ("body", "error", "value")
+
+    def __init__(self, body: bytes, value: Any, error: Exception | None) -> None:
+        self.body, self.value, self.error = body, value, error
+
+    @classmethod
+    def of(cls, decoder: msgspec.json.Decoder[Any], body: bytes, settings: Settings) -> _Decoded:
+        try:
+            return cls(body, decode_body(decoder, body, settings), None)
+        except Exception as error:  # raised again by `StrictBody`, where an inline decode raises
+            return cls(body, None, error)
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _decoded(request: Any, body: bytes) -> _Decoded | None:
+    """What `BodyRequest` decoded of this very body, if it did."""
+    decoded = getattr(request, "decoded", None)
+    return decoded if isinstance(decoded, _Decoded) and decoded.body is body else None
 
 
 class StrictBody(AbstractDTO[Any]):
@@ -80,6 +122,8 @@ class StrictBody(AbstractDTO[Any]):
 
     def decode_bytes(self, value: bytes) -> Any:
         connection = self.asgi_connection
+        if (decoded := _decoded(connection, value)) is not None:  # a large body, in a thread
+            return decoded.result()
         decoder = self.decoders[connection.route_handler.handler_id]
         return decode_body(decoder, value, worker_of(connection.app).settings)
 
@@ -157,6 +201,20 @@ def decode_body(
     return data
 
 
+async def decode_large(
+    decoder: msgspec.json.Decoder[Any],
+    value: bytes,
+    settings: Settings,
+    name_surrogate: bool = True,
+) -> Any:
+    """`decode_body`, in a thread (`run_work`) for a body over INLINE_DECODE_BYTES."""
+
+    def decode(_: object) -> Any:
+        return decode_body(decoder, value, settings, name_surrogate)
+
+    return await run_work(len(value), decode, inline_bytes=INLINE_DECODE_BYTES)
+
+
 def _refuse_non_batch(body: bytes) -> None:
     """A decode body has no "[" or "]" in a string and nests lists two deep at most (`batch`)."""
     if body.count(b"]") != body.count(b"["):
@@ -168,11 +226,17 @@ def _refuse_non_batch(body: bytes) -> None:
 def _refuse_lone_surrogates(body: bytes) -> None:
     """Name the first lone surrogate escape. An escaped backslash (two of them) is blanked
     first, with as many bytes, so that every backslash left starts an escape (JSON pairs them
-    from the left, as `bytes.replace` does) and the offsets stay; then one search in C. (A
-    Python loop over every escape held the event loop 1.4 s on an 8 MB body of pairs.)"""
-    found = _LONE_SURROGATE.search(body.replace(b"\\\\", b"__"))
-    if found is not None:
-        raise SurrogateError(found.start(), "byte {} of the request body")
+    from the left, as `bytes.replace` does) and the offsets stay; then a search in C. (A
+    Python loop over every escape held the event loop 1.4 s on an 8 MB body of pairs.) The
+    search goes chunk by chunk, each one call that holds the GIL for a few ms, not 0.36 s: a match
+    must start in its chunk and may read `_SCAN_AHEAD` bytes past it (`endpos`); a lookbehind
+    sees before `pos`."""
+    blanked = body.replace(b"\\\\", b"__")
+    for start in range(0, len(blanked), _SCAN_CHUNK):
+        end = start + _SCAN_CHUNK
+        found = _LONE_SURROGATE.search(blanked, start, end + _SCAN_AHEAD)
+        if found is not None and found.start() < end:
+            raise SurrogateError(found.start(), "byte {} of the request body")
 
 
 def exactly_one(a: object, b: object, names: str) -> None:
