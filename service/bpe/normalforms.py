@@ -31,9 +31,9 @@ two or more non-starters sorted by `unicodedata.combining` with `sorted`, which 
 this way too is linear where CPython's ordering is quadratic (without the extension, 128 KB of
 two alternating marks took 3.3 s).
 
-The tables these orderings need (`decompositions`, ~0.13 s a form, and `mark_runs`) are made
-once a process by `prepare`, which loading a tokenizer calls for the forms it uses, in its own
-thread; a request does not wait for them on the event loop.
+The tables these orderings need (`decompositions`, ~0.1 s a form, and for `by_lines` also
+`mark_runs`, ~0.08 s) are made once a process by `prepare`, which loading a tokenizer calls for
+the forms it uses, in its own thread; a request does not wait for them on the event loop.
 """
 
 from __future__ import annotations
@@ -121,10 +121,12 @@ def _sorted_run(run: re.Match[str]) -> str:
 
 
 def prepare(form: Form) -> None:
-    """Make now the tables a long run of marks in `form` needs (about 0.2 s, once a process):
-    a tokenizer that normalizes calls it as it loads, so that no request makes them."""
+    """Make now the tables a long run of marks in `form` needs on this build's way (once a
+    process: about 0.1 s by spans, 0.2 s by lines): a tokenizer that normalizes calls it as it
+    loads, so that no request makes them."""
     decompositions(DECOMPOSED[form])
-    mark_runs(form)
+    if SPANS is None or form not in ("NFC", "NFKC"):  # by_lines looks for long runs first
+        mark_runs(form)
 
 
 @functools.cache
