@@ -24,7 +24,7 @@ COPY service/ /src/service/
 COPY tokenizers_store/ /src/tokenizers_store/
 RUN /opt/toksvc/bin/pip install /src && rm -rf /src
 RUN /opt/toksvc/bin/toksvc verify \
- && /opt/toksvc/bin/python -c "import service.bpe.native as n; assert n.AVAILABLE, 'native engine not built'"
+ && /opt/toksvc/bin/python -c "import service.bpe.engine.native as n; assert n.AVAILABLE, 'native engine not built'"
 
 FROM ${BASE}
 RUN apt-get update \

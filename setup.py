@@ -5,12 +5,13 @@
 - The native engine (service/bpe/csrc/*.c) is built as `service.bpe._native`. It is optional:
   without a C compiler (or if compilation fails) the package still installs, and the service runs
   on the pure-Python engine, saying so at start-up and on /readyz. TOKSVC_NATIVE_CFLAGS adds
-  compiler flags (the sanitizer build in loadtests/fuzz_native.sh).
+  compiler flags (the sanitizer build in bench/attacks/fuzz_native.sh).
 - The quick-check tables of normal_spans.h (service/bpe/csrc/normal_tables.h) are generated from
   `unicodedata`; when the building Python's Unicode version differs from the committed header's,
   they are generated anew into the build directory and the extension compiled with
   NORMAL_TABLES_HEADER naming that file (the source tree is left as it is). Should that fail, the
-  committed tables are compiled: normalization stays exact (service/bpe/normalforms.py uses the
+  committed tables are compiled: normalization stays exact (service/bpe/pipeline/normal_forms.py
+  uses the
   tables only under their own version), only slower.
 """
 
@@ -40,11 +41,15 @@ def normal_tables(build_temp: str) -> list[tuple[str, str | None]]:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", encoding="utf-8") as f:
-            subprocess.run([sys.executable, str(CSRC / "gen_normal_tables.py")], stdout=f,
-                           check=True)  # fmt: skip
+            subprocess.run(
+                [sys.executable, str(CSRC / "gen_normal_tables.py")], stdout=f, check=True
+            )
     except (OSError, subprocess.CalledProcessError) as exc:
-        print(f"WARNING: normal_tables.h not generated ({exc}); NFC/NFKC will not use the native "
-              "scan", file=sys.stderr)  # fmt: skip
+        print(
+            f"WARNING: normal_tables.h not generated ({exc}); NFC/NFKC will not use the native "
+            "scan",
+            file=sys.stderr,
+        )
         return []
     return [("NORMAL_TABLES_HEADER", f'"{out}"')]
 
@@ -54,16 +59,20 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # no compiler at all
-            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                file=sys.stderr,
+            )
 
     def build_extension(self, ext: Extension) -> None:
         try:
             ext.define_macros = [*ext.define_macros, *normal_tables(self.build_temp)]
             super().build_extension(ext)
         except Exception as exc:
-            print(f"WARNING: native engine not built ({exc}); the Python engine will serve",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"WARNING: native engine not built ({exc}); the Python engine will serve",
+                file=sys.stderr,
+            )
 
 
 extra = os.environ.get("TOKSVC_NATIVE_CFLAGS", "").split()

@@ -79,10 +79,11 @@ class Encoding:
     ) -> list[list[int]]:
         allowed, disallowed = self._policy(allowed_special, disallowed_special)
         return [
-            self.tokenizer.encode(_scalar_values(t), allowed_special=allowed,
-                                  disallowed_special=disallowed)
+            self.tokenizer.encode(
+                _scalar_values(t), allowed_special=allowed, disallowed_special=disallowed
+            )
             for t in text
-        ]  # fmt: skip
+        ]
 
     def count(
         self,

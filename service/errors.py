@@ -273,8 +273,11 @@ class UnsupportedComponentError(StoreError):
 
     def __init__(self, path: str, at: str, found: str, supported: str) -> None:
         self.at = at
-        super().__init__(path, f"{at}: {found} is not supported (supported: {supported}; see the "
-                               "support matrix in docs/format.md)")  # fmt: skip
+        super().__init__(
+            path,
+            f"{at}: {found} is not supported (supported: {supported}; see the "
+            "support matrix in docs/format.md)",
+        )
 
 
 class ManifestError(StoreError):
@@ -295,8 +298,10 @@ class _NotFoundError(ToksvcError):
         self.available = sorted(set(available))
         self.closest = difflib.get_close_matches(ref, self.available, n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(map(repr, self.closest))}?" if self.closest else ""
-        super().__init__(f"no {self.what} {ref!r} is loaded{hint}; available: "
-                         f"{', '.join(self.available) or 'none'}")  # fmt: skip
+        super().__init__(
+            f"no {self.what} {ref!r} is loaded{hint}; available: "
+            f"{', '.join(self.available) or 'none'}"
+        )
 
 
 class ModelNotFoundError(_NotFoundError):
@@ -315,8 +320,10 @@ class TokenizerUnavailableError(ToksvcError):
 
     def __init__(self, tokenizer: str, reason: str) -> None:
         self.tokenizer = tokenizer
-        super().__init__(f"tokenizer {tokenizer} is listed but could not be built: {reason}; "
-                         "run `toksvc verify` and restore or re-import the file")  # fmt: skip
+        super().__init__(
+            f"tokenizer {tokenizer} is listed but could not be built: {reason}; "
+            "run `toksvc verify` and restore or re-import the file"
+        )
 
 
 class NotReadyError(ToksvcError):
@@ -328,8 +335,10 @@ class NotReadyError(ToksvcError):
     def __init__(self, failures: list[str] | None = None, *, serving: bool = False) -> None:
         self.failures = failures
         if failures and serving:
-            super().__init__(f"{len(failures)} store file(s) failed to load; this worker serves "
-                             "the others but is not ready")  # fmt: skip
+            super().__init__(
+                f"{len(failures)} store file(s) failed to load; this worker serves "
+                "the others but is not ready"
+            )
         else:
             super().__init__("the tokenizer registry is not loaded yet; retry shortly")
 
@@ -363,8 +372,9 @@ class TooManyLargeRequestsError(ToksvcError):
 
     def __init__(self, limit: int, threshold: int) -> None:
         self.limit = limit
-        super().__init__(f"this worker already works on {limit} requests over {threshold} "
-                         "bytes; retry shortly")  # fmt: skip
+        super().__init__(
+            f"this worker already works on {limit} requests over {threshold} bytes; retry shortly"
+        )
 
 
 class TooManyTrainingsError(ToksvcError):
@@ -373,8 +383,9 @@ class TooManyTrainingsError(ToksvcError):
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        super().__init__(f"this worker already trains {limit} playground vocabularies; "
-                         "retry shortly")  # fmt: skip
+        super().__init__(
+            f"this worker already trains {limit} playground vocabularies; retry shortly"
+        )
 
 
 class WorkStoppedError(ToksvcError):

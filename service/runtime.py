@@ -2,7 +2,8 @@
 the registry the service serves.
 
 `auto` serves every vocabulary (both rules, any pattern) with the native engine
-(`service.bpe.native`, a C extension): the shipped patterns are split by C scanners made for them,
+(`service.bpe.engine.native`, a C extension): the shipped patterns are split by C scanners made for
+them,
 any other pattern by the `regex` module, and both merge rules run in C, exact with the reference by
 construction. When the extension was not built (no C compiler at install time) `auto` falls back
 to the pure-Python reference engine, and `native_missing_warning` says so at start-up. `python`
@@ -16,8 +17,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.bpe import Engine, PythonEngine, Vocabulary, native
-from service.bpe.cache import TextCache
+from service.bpe import Engine, PythonEngine, Vocabulary
+from service.bpe.engine import native
+from service.bpe.engine.text_cache import TextCache
 from service.settings import Engine as EngineChoice
 from service.settings import Settings
 from service.store.builder import EngineFactory
@@ -32,8 +34,10 @@ def native_missing_warning() -> str | None:
     """The start-up warning when the native engine is missing, else None."""
     if native.AVAILABLE:
         return None
-    return ("the native engine is NOT built (no C compiler at install time?): every tokenizer "
-            "runs on the slow pure-Python engine; reinstall with a C compiler to fix")  # fmt: skip
+    return (
+        "the native engine is NOT built (no C compiler at install time?): every tokenizer "
+        "runs on the slow pure-Python engine; reinstall with a C compiler to fix"
+    )
 
 
 def engine_factory(choice: EngineChoice = "auto", cache_size: int = 65536) -> EngineFactory:

@@ -11,13 +11,13 @@ import pytest
 import tiktoken
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-from service.bpe import native
+from service.bpe.engine import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
 from service.store.loader import load_store
 from service.store.registry import Registry
-from tests.serverproc import Server, start_server, stop_server
-from tests.testdata import tiktoken_ranks, vocab_file
+from tests.support.server import Server, start_server, stop_server
+from tests.support.testdata import tiktoken_ranks, vocab_file
 
 # shipped tokenizer -> the .tiktoken file it must match exactly
 TIKTOKEN_SOURCES = {

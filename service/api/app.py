@@ -10,10 +10,11 @@ from litestar.datastructures import State
 from litestar.types import Middleware
 
 from service.api import auth, cors, lifecycle, metrics, problems
+from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import RequestBudget
 from service.api.dependencies import SIGNATURE_TYPES, dependencies
-from service.api.handoff import Handoff, received
 from service.api.openapi import StrictStructSchemaPlugin
+from service.api.process.handoff import Handoff, received
 from service.api.routes import (
     admin,
     catalog,
@@ -28,9 +29,8 @@ from service.api.routes import (
     textops,
 )
 from service.api.routes.hot_path import served_fast
-from service.api.routes.ndjson import decode_stream
-from service.api.routes.websocket import decode_ws
-from service.api.wire.bodies import BodyRequest, StrictBodies
+from service.api.routes.streams.ndjson import decode_stream
+from service.api.routes.streams.websocket import decode_ws
 from service.api.worker import KEY, Worker
 from service.settings import Settings
 from service.store.registry import Registry
@@ -38,8 +38,9 @@ from service.store.registry import Registry
 log = logging.getLogger("toksvc")
 
 
-def create_app(settings: Settings | None = None, registry: Registry | None = None, *,
-               hot_path: bool = True) -> Litestar:  # fmt: skip
+def create_app(
+    settings: Settings | None = None, registry: Registry | None = None, *, hot_path: bool = True
+) -> Litestar:
     """Build the app. Without a registry, start-up loads the store (in a thread) before the worker
     accepts a connection, so a worker that (re)starts never answers before it can serve; if no
     tokenizer loads, the worker does not start; if some files fail, `/readyz` answers 503 (and in

@@ -53,8 +53,9 @@ def check_items(settings: Settings, n_items: int, n_ids: int = 0) -> None:
         raise LimitExceededError("ids per request", settings.max_ids_per_request, n_ids)
 
 
-async def run_work(size: int, fn: Callable[[Deadline], T], inline_bytes: int = INLINE_WORK_BYTES
-                   ) -> T:  # fmt: skip
+async def run_work(
+    size: int, fn: Callable[[Deadline], T], inline_bytes: int = INLINE_WORK_BYTES
+) -> T:
     """Run small work inline and large work in a worker thread, so a megabyte of text never blocks
     the event loop and a 200-byte request never pays for a thread hop. `size` is the work's
     estimated cost (bytes of text, or what the route estimates from its whole body), inline up to
@@ -73,8 +74,10 @@ async def run_work(size: int, fn: Callable[[Deadline], T], inline_bytes: int = I
     thread = asyncio.ensure_future(anyio.to_thread.run_sync(in_thread))
     if work is None:  # not within a request (a stream's message): its own deadline only
         return await thread
-    watchers = {asyncio.ensure_future(work.worker.stopping.wait()),
-                asyncio.ensure_future(_gone(work.receive))}  # fmt: skip
+    watchers = {
+        asyncio.ensure_future(work.worker.stopping.wait()),
+        asyncio.ensure_future(_gone(work.receive)),
+    }
     try:
         await asyncio.wait({thread, *watchers}, return_when=asyncio.FIRST_COMPLETED)
         if not thread.done():  # the client has gone or the worker stops: the work ends soon
@@ -145,16 +148,18 @@ class StreamBudget:
         return LimitExceededError("stream duration in seconds", int(self.max_seconds))
 
 
-async def send_within(send: Callable[[], Awaitable[object]], stopping: asyncio.Event,
-                      seconds: float) -> bool:  # fmt: skip
+async def send_within(
+    send: Callable[[], Awaitable[object]], stopping: asyncio.Event, seconds: float
+) -> bool:
     """Run one send; False (and the send cancelled) if `seconds` pass, or the worker stops and
     the send is still blocked a moment later: the client is not reading."""
     task = asyncio.ensure_future(send())
     if not stopping.is_set():
         stop = asyncio.ensure_future(stopping.wait())
         try:
-            await asyncio.wait({task, stop}, timeout=max(seconds, 0),
-                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            await asyncio.wait(
+                {task, stop}, timeout=max(seconds, 0), return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stop.cancel()
     if not task.done():  # stopping, or the deadline passed: a reading client needs no longer

@@ -18,7 +18,7 @@
 
 `toksvc serve` passes these classes to uvicorn (`http=`, `ws=`); uvicorn imports them by name in
 each worker, so each worker reads their limits once, from what `toksvc serve` handed it
-(`service.api.handoff`).
+(`service.api.process.handoff`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import Frame
 
 from service.api import problems
-from service.api.handoff import received
+from service.api.process.handoff import received
 from service.settings import Settings
 
 log = logging.getLogger("toksvc")
@@ -70,8 +70,11 @@ class _WriteDeadline:
 
     def _write_timeout(self) -> None:
         self._write_timer = None
-        log.warning("client %s read nothing for %gs: connection aborted, its buffers freed",
-                    self.client, _settings().write_seconds)  # fmt: skip
+        log.warning(
+            "client %s read nothing for %gs: connection aborted, its buffers freed",
+            self.client,
+            _settings().write_seconds,
+        )
         self.transport.abort()
 
     # asyncio's flow control: the transport's buffer is full (the client is not reading) / drained
@@ -138,8 +141,11 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
     def _head_timeout(self) -> None:
         self._head_timer = None
         if self._reading_head and not self.transport.is_closing():
-            log.info("client %s sent no complete request head within %gs: disconnected",
-                     self.client, _settings().header_seconds)  # fmt: skip
+            log.info(
+                "client %s sent no complete request head within %gs: disconnected",
+                self.client,
+                _settings().header_seconds,
+            )
             self.transport.close()
 
     def on_url(self, url: bytes) -> None:

@@ -23,8 +23,11 @@ def config(settings: Settings) -> CORSConfig | None:
     origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
     if not origins:
         return None
-    return CORSConfig(allow_origins=origins, allow_methods=["GET", "POST"],
-                      allow_headers=["authorization", "content-type", "x-api-key"])  # fmt: skip
+    return CORSConfig(
+        allow_origins=origins,
+        allow_methods=["GET", "POST"],
+        allow_headers=["authorization", "content-type", "x-api-key"],
+    )
 
 
 def refusals_as_problems(app: Litestar) -> Litestar:

@@ -39,8 +39,8 @@ import anyio.to_thread
 from litestar import Litestar
 
 from service.api import metrics
-from service.api.handoff import WorkerProcess
-from service.api.supervisor import STARTUP_FAILURE
+from service.api.process.handoff import WorkerProcess
+from service.api.process.supervisor import STARTUP_FAILURE
 from service.api.worker import Worker, worker_of
 from service.errors import StoreError
 from service.runtime import load_registry
@@ -83,12 +83,15 @@ async def initial_load(settings: Settings, process: WorkerProcess) -> Registry:
     for failure in registry.failures:
         log.error("store: %s", failure)
     where = os.pathsep.join(map(str, settings.stores))
-    log.info("store: %d tokenizers loaded from %s in %.2fs", len(registry), where,
-             registry.load_seconds)  # fmt: skip
+    log.info(
+        "store: %d tokenizers loaded from %s in %.2fs", len(registry), where, registry.load_seconds
+    )
     if not len(registry):
         why = "; ".join(map(str, registry.failures[:3])) or "the manifests list none"
-        reason = (f"no tokenizer loaded ({why}); a worker with nothing to serve does not start: "
-                  "fix TOKSVC_STORE / --store or the files they name")  # fmt: skip
+        reason = (
+            f"no tokenizer loaded ({why}); a worker with nothing to serve does not start: "
+            "fix TOKSVC_STORE / --store or the files they name"
+        )
         _refuse_start(process, StoreError(where, reason))
     broken = not registry.complete
     served = _served_before(process)
@@ -96,12 +99,16 @@ async def initial_load(settings: Settings, process: WorkerProcess) -> Registry:
         metrics.STORE_LOAD_FAILURES.set(max(1, len(registry.failures)))
     if broken and served:
         metrics.RELOADS.labels("refused").inc()
-        reason = ("the store has failures and an earlier one served here; this worker does not "
-                  "start, the running ones keep serving")  # fmt: skip
+        reason = (
+            "the store has failures and an earlier one served here; this worker does not "
+            "start, the running ones keep serving"
+        )
         _refuse_start(process, StoreError(where, reason))
     if broken and settings.strict:
-        reason = (f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
-                  "fix or restore the store, or turn strict off")  # fmt: skip
+        reason = (
+            f"{len(registry.failures)} file(s) failed to load and TOKSVC_STRICT is on; "
+            "fix or restore the store, or turn strict off"
+        )
         _refuse_start(process, StoreError(where, reason))
     if served:
         metrics.RELOADS.labels("ok").inc()

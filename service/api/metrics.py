@@ -15,7 +15,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import Counter, Gauge, Histogram
 
 from service.api import traits
-from service.bpe import native
+from service.bpe.engine import native
 from service.store.registry import LoadedTokenizer, Registry
 
 TOKENS = Counter(

@@ -109,33 +109,82 @@ BODY_PROBLEMS = (400, 404, 408, 413, 422, 503)  # what a route with a body and a
 Decorator = Callable[[AnyCallable], HTTPRouteHandler]
 
 
-def json_get(path: str, *, name: str, tag: str, summary: str, returns: str,
-             problems: tuple[int, ...] = (503,),
-             traits: tuple[str, ...] = ()) -> Decorator:  # fmt: skip
+def json_get(
+    path: str,
+    *,
+    name: str,
+    tag: str,
+    summary: str,
+    returns: str,
+    problems: tuple[int, ...] = (503,),
+    traits: tuple[str, ...] = (),
+) -> Decorator:
     """A GET operation answering JSON, declared once: its metrics name (`operation`), its docs
     (tag, summary, what it returns; the handler's docstring is its description), the problem
     statuses it can answer and its `traits` (`service.api.traits`)."""
-    return _operation(get, path, name=name, tag=tag, summary=summary, returns=returns,
-                      problems=problems, traits=traits, sync_to_thread=False)  # fmt: skip
+    return _operation(
+        get,
+        path,
+        name=name,
+        tag=tag,
+        summary=summary,
+        returns=returns,
+        problems=problems,
+        traits=traits,
+        sync_to_thread=False,
+    )
 
 
-def json_post(path: str, *, name: str, tag: str, summary: str, returns: str,
-              problems: tuple[int, ...] = BODY_PROBLEMS) -> Decorator:  # fmt: skip
+def json_post(
+    path: str,
+    *,
+    name: str,
+    tag: str,
+    summary: str,
+    returns: str,
+    problems: tuple[int, ...] = BODY_PROBLEMS,
+) -> Decorator:
     """A POST operation taking and answering JSON (status 200), declared as `json_get` is; its
     body counts against the worker's request budget (`traits.LARGE_BODY`)."""
-    return _operation(post, path, name=name, tag=tag, summary=summary, returns=returns,
-                      problems=problems, traits=(LARGE_BODY,), status_code=200)  # fmt: skip
+    return _operation(
+        post,
+        path,
+        name=name,
+        tag=tag,
+        summary=summary,
+        returns=returns,
+        problems=problems,
+        traits=(LARGE_BODY,),
+        status_code=200,
+    )
 
 
-def _operation(kind: type[HTTPRouteHandler], path: str, *, name: str, tag: str, summary: str,
-               returns: str, problems: tuple[int, ...], traits: tuple[str, ...],
-               **options: Any) -> Decorator:  # fmt: skip
+def _operation(
+    kind: type[HTTPRouteHandler],
+    path: str,
+    *,
+    name: str,
+    tag: str,
+    summary: str,
+    returns: str,
+    problems: tuple[int, ...],
+    traits: tuple[str, ...],
+    **options: Any,
+) -> Decorator:
     opt: dict[str, Any] = {"operation": name, **dict.fromkeys(traits, True)}
 
     def declare(fn: AnyCallable) -> HTTPRouteHandler:
         description = " ".join((fn.__doc__ or "").split()) or None  # the docstring, one line
-        return kind(path, opt=opt, responses=documented(*problems), tags=[tag],
-                    summary=summary, description=description, response_description=returns,
-                    operation_class=DocumentedOperation, **options)(fn)  # fmt: skip
+        return kind(
+            path,
+            opt=opt,
+            responses=documented(*problems),
+            tags=[tag],
+            summary=summary,
+            description=description,
+            response_description=returns,
+            operation_class=DocumentedOperation,
+            **options,
+        )(fn)
 
     return declare

@@ -64,8 +64,13 @@ def status_of(kind: type[e.ToksvcError]) -> int:
 
 def for_error(exc: e.ToksvcError) -> ProblemResponse:
     """The problem document of a domain error, with the facts it carries as extensions."""
-    document = {"type": TYPE_BASE + exc.kind, "title": exc.title,
-                "status": status_of(type(exc)), "detail": str(exc), **exc.facts()}  # fmt: skip
+    document = {
+        "type": TYPE_BASE + exc.kind,
+        "title": exc.title,
+        "status": status_of(type(exc)),
+        "detail": str(exc),
+        **exc.facts(),
+    }
     return msgspec.convert(document, ProblemResponse)  # a fact the Struct lacks fails loudly
 
 
@@ -76,8 +81,9 @@ def for_http(status: int, detail: str, **facts: Any) -> ProblemResponse:
     errors = facts.pop("errors", None)
     if errors is not None:
         facts["errors"] = [{k: _cut(v) for k, v in entry.items()} for entry in errors[:20]]
-    return ProblemResponse(type=TYPE_BASE + kind, title=title, status=status,
-                           detail=_cut(detail), **facts)  # fmt: skip
+    return ProblemResponse(
+        type=TYPE_BASE + kind, title=title, status=status, detail=_cut(detail), **facts
+    )
 
 
 def _cut(value: Any) -> Any:
@@ -118,12 +124,17 @@ def headers_of(problem: ProblemResponse) -> dict[str, str] | None:
 
 
 def response(problem: ProblemResponse, headers: dict[str, str] | None = None) -> Response[bytes]:
-    return Response(_encode(problem), status_code=problem.status, media_type=PROBLEM_JSON,
-                    headers=headers or headers_of(problem))  # fmt: skip
+    return Response(
+        _encode(problem),
+        status_code=problem.status,
+        media_type=PROBLEM_JSON,
+        headers=headers or headers_of(problem),
+    )
 
 
-async def send_raw(send: Send, problem: ProblemResponse,
-                   headers: dict[str, str] | None = None) -> None:  # fmt: skip
+async def send_raw(
+    send: Send, problem: ProblemResponse, headers: dict[str, str] | None = None
+) -> None:
     """Answer with a problem document from plain ASGI middleware (outside Litestar's handlers)."""
     body = _encode(problem)
     head = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", b"%d" % len(body))]
@@ -144,8 +155,12 @@ def _http_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[byt
 
 def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    problem = ProblemResponse(type=TYPE_BASE + "internal-error", title="Internal error",
-                              status=500, detail="an unexpected error; see logs")  # fmt: skip
+    problem = ProblemResponse(
+        type=TYPE_BASE + "internal-error",
+        title="Internal error",
+        status=500,
+        detail="an unexpected error; see logs",
+    )
     return response(problem)
 
 
@@ -158,18 +173,26 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
 # one example problem per documented status, shown on the docs page: real errors' documents
 _BODY = "give exactly one of `text` or `texts`"
 EXAMPLES: dict[int, tuple[str, ProblemResponse]] = {
-    400: ("a body that is not what the operation takes", for_http(
-        400, _BODY, errors=[{"message": _BODY, "key": "$", "source": "body"}])),
+    400: (
+        "a body that is not what the operation takes",
+        for_http(400, _BODY, errors=[{"message": _BODY, "key": "$", "source": "body"}]),
+    ),
     401: ("no or a wrong bearer token", for_http(401, "a valid bearer token is required")),
-    404: ("no such tokenizer", for_error(e.TokenizerNotFoundError(
-        "cl100k", ["cl100k_base@1", "gpt2@1", "o200k_base@1"]))),
+    404: (
+        "no such tokenizer",
+        for_error(e.TokenizerNotFoundError("cl100k", ["cl100k_base@1", "gpt2@1", "o200k_base@1"])),
+    ),
     408: ("a body that arrives too slowly", for_error(e.RequestTimeoutError(30))),
-    413: ("too many items in one request",
-          for_error(e.LimitExceededError("items per batch", 1024, 2000))),
-    422: ("a special-token literal that is not allowed",
-          for_error(e.DisallowedSpecialError("<|endoftext|>", 0))),
+    413: (
+        "too many items in one request",
+        for_error(e.LimitExceededError("items per batch", 1024, 2000)),
+    ),
+    422: (
+        "a special-token literal that is not allowed",
+        for_error(e.DisallowedSpecialError("<|endoftext|>", 0)),
+    ),
     503: ("the store is still loading", for_error(e.NotReadyError())),
-}  # fmt: skip
+}
 
 
 def _classes(root: type[e.ToksvcError]) -> list[type[e.ToksvcError]]:

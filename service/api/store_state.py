@@ -15,7 +15,7 @@ import asyncio
 import os
 import time
 
-from service.api.handoff import RosterEntry, WorkerProcess
+from service.api.process.handoff import RosterEntry, WorkerProcess
 
 RELOAD_WAIT_SECONDS = 60.0  # a reload of every shipped tokenizer takes a few seconds per worker
 POLL_SECONDS = 0.1
@@ -59,5 +59,7 @@ def disagreement(process: WorkerProcess) -> str | None:
     if len(held) <= 1:
         return None
     shown = ", ".join(sorted(h[:12] for h in held))
-    return (f"the workers serve {len(held)} different store states (manifest sha256 {shown}); "
-            "reload again (POST /admin/reload or SIGHUP) once the store is complete")  # fmt: skip
+    return (
+        f"the workers serve {len(held)} different store states (manifest sha256 {shown}); "
+        "reload again (POST /admin/reload or SIGHUP) once the store is complete"
+    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from litestar import Litestar
 
 from service.api import metrics
-from service.api.handoff import WorkerProcess
+from service.api.process.handoff import WorkerProcess
 from service.errors import (
     NotReadyError,
     TooManyLargeRequestsError,
@@ -99,8 +99,10 @@ class Worker:
     def __post_init__(self) -> None:
         s = self.settings
         self.stream_slots = StreamSlots(s.max_streams_per_worker)
-        self.large_requests = Slots(s.max_large_requests, lambda: TooManyLargeRequestsError(
-            s.max_large_requests, s.large_request_bytes))  # fmt: skip
+        self.large_requests = Slots(
+            s.max_large_requests,
+            lambda: TooManyLargeRequestsError(s.max_large_requests, s.large_request_bytes),
+        )
         self.trainings = Slots(MAX_TRAININGS, lambda: TooManyTrainingsError(MAX_TRAININGS))
 
     def serving(self) -> Registry:

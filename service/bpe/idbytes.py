@@ -58,8 +58,9 @@ class IdBytes:
         """The length of `decode_bytes(ids)`, without building it (to check a budget first)."""
         lengths = self._lengths
         if lengths is None:  # two threads may both build it: the same table, harmless
-            lengths = self._lengths = array("I", [_GAP if b is None or len(b) >= _GAP else len(b)
-                                                  for b in self.table])  # fmt: skip
+            lengths = self._lengths = array(
+                "I", [_GAP if b is None or len(b) >= _GAP else len(b) for b in self.table]
+            )
         try:
             if ids and min(ids) < 0:
                 raise IndexError

@@ -16,15 +16,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Literal, TypeVar
 
-from service.bpe import normalforms
-from service.bpe.cache import TextCache
-from service.bpe.engine import Engine, PieceEngine
+from service.bpe.engine.native import NativeEngine
+from service.bpe.engine.python import Engine, PieceEngine
+from service.bpe.engine.text_cache import TextCache
 from service.bpe.idbytes import IdBytes
-from service.bpe.native import NativeEngine
-from service.bpe.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo
+from service.bpe.pipeline import normal_forms
+from service.bpe.pipeline.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo
+from service.bpe.pipeline.wordcut import contexts
 from service.bpe.specials import SpecialSet, SpecialTokens, splitter
 from service.bpe.vocab import Vocabulary
-from service.bpe.wordcut import contexts
 from service.errors import (
     EngineFailureError,
     ToksvcError,
@@ -66,7 +66,7 @@ class Tokenizer:
         self.special_tokens: dict[str, int] = dict(special_tokens or {})
         self.normalization = normalization
         if normalization != "none":  # its tables now, as it loads, not on a request's first marks
-            normalforms.prepare(normalization)
+            normal_forms.prepare(normalization)
         if pipeline is not None:
             self.special_tokens |= pipeline.special_tokens
             self._cache = None
@@ -75,7 +75,8 @@ class Tokenizer:
         if pipeline is not None and pipeline.scanner and isinstance(engine, NativeEngine):
             self._scan = partial(engine.encode_split, pipeline.scanner)
         self._words: EncodeWords | None = None
-        """The native word cut and merge of a pipeline's stretches (service/bpe/wordcut.py)."""
+        """The native word cut and merge of a pipeline's stretches
+        (service/bpe/pipeline/wordcut.py)."""
         if pipeline is not None and pipeline.words and isinstance(engine, NativeEngine):
             unsafe = contexts(vocab.tokens, pipeline.words)
             if unsafe is not None:
@@ -173,8 +174,11 @@ class Tokenizer:
         disallowed_special: SpecialSet = "all",
     ) -> int:
         if self.pipeline is not None:
-            return len(self.encode(text, allowed_special=allowed_special,
-                                   disallowed_special=disallowed_special))  # fmt: skip
+            return len(
+                self.encode(
+                    text, allowed_special=allowed_special, disallowed_special=disallowed_special
+                )
+            )
         total = 0
         for segment, special_id in self._specials.segments(
             text, allowed_special, disallowed_special
@@ -205,7 +209,7 @@ class Tokenizer:
 
     def _normalize(self, text: str) -> str:
         form = self.normalization
-        return text if form == "none" else normalforms.normalize(form, text)
+        return text if form == "none" else normal_forms.normalize(form, text)
 
     # --- decoding ---------------------------------------------------------------------------
 

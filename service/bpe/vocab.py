@@ -141,7 +141,7 @@ class Vocabulary:
         with_bytes = compress(range(len(tokens)), map(operator.is_not, tokens, repeat(None)))
         if not set(with_bytes).issubset(set(self._triples[2::3]).union(self.byte_ids)):
             return False  # a token no merge makes (format v2's `tokens`) is never an output
-        from service.bpe.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
+        from service.bpe.engine.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
 
         whole = pairs_all_whole(self)  # the same rule in C, in one call: 100x faster
         if whole is not None:

@@ -8,11 +8,12 @@ from typing import Any
 
 from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
-from service.models import images, mistral
+from service.models.chat import mistral
 from service.models.conversation import check_messages, check_tools
 from service.models.counting import ChatCount, count_chat
+from service.models.images import parts as images
 from service.models.pricing import Estimate, estimate
-from service.store.modelfile import MistralChat
+from service.store.formats.model import MistralChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer, Registry
 
@@ -119,8 +120,11 @@ def estimate_request(
         n_output = output_tokens
     elif max_output_tokens is not None:
         if max_output_tokens > model.profile.max_output_tokens:
-            raise ChatInputError(None, "max_output_tokens", f"exceeds the model's maximum of "
-                                 f"{model.profile.max_output_tokens}")  # fmt: skip
+            raise ChatInputError(
+                None,
+                "max_output_tokens",
+                f"exceeds the model's maximum of {model.profile.max_output_tokens}",
+            )
         n_output = max_output_tokens
     else:
         n_output = 0

@@ -2,7 +2,7 @@
 
 What a template sees is what vLLM hands it: content given as a list of text parts is joined with
 newlines, content that is null or left out is "", and a tool call's `arguments` given as a JSON
-string is parsed into an object. Image parts are taken out before (`service.models.images`
+string is parsed into an object. Image parts are taken out before (`service.models.images.parts`
 counts them by the model's rule). Every problem names the message index and the field.
 
 Every renderer (Jinja's `tojson`, harmony's schema walk, the estimate rule's JSON) recurses over
@@ -120,12 +120,12 @@ def check_tools(raw: list[Any] | None) -> list[dict[str, Any]] | None:
     return out
 
 
-def check_nesting(messages: list[Any] | None, tools: list[Any] | None,
-                  kwargs: dict[str, Any] | None) -> None:  # fmt: skip
+def check_nesting(
+    messages: list[Any] | None, tools: list[Any] | None, kwargs: dict[str, Any] | None
+) -> None:
     """Refuse (422 naming the message and the field) lists and objects nested deeper than
     `MAX_NESTING`, before anything recurses over them; an iterative walk, bounded by the size."""
-    for name, value in (("messages", messages), ("tools", tools),
-                        ("chat_template_kwargs", kwargs)):  # fmt: skip
+    for name, value in (("messages", messages), ("tools", tools), ("chat_template_kwargs", kwargs)):
         if value is None or (at := _too_deep_at(value, MAX_NESTING)) is None:
             continue
         if name == "messages":

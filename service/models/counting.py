@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.bpe.deadline import Deadline
-from service.bpe.pipeline import StretchMemo
+from service.bpe.pipeline.pipeline import StretchMemo
 from service.errors import ChatFormatError, LimitExceededError, TemplateError
-from service.models import estimate_rule, harmony, jinja_chat, mistral, prefix_counts
-from service.models.prefix_counts import BREAKDOWN, BREAKDOWN_CHARS, Render, seconds_left
-from service.store.modelfile import HarmonyChat, JinjaChat, MistralChat, OpenAIEstimateChat
+from service.models.breakdown import prefix_counts
+from service.models.breakdown.prefix_counts import BREAKDOWN, BREAKDOWN_CHARS, Render, seconds_left
+from service.models.chat import harmony, jinja, mistral, openai_estimate
+from service.store.formats.model import HarmonyChat, JinjaChat, MistralChat, OpenAIEstimateChat
 from service.store.modelstore import LoadedModel
 from service.store.registry import LoadedTokenizer
 
@@ -59,7 +60,7 @@ class ChatCount:
     ids: list[int] | None = field(default=None)
 
 
-@jinja_chat.shared_json()
+@jinja.shared_json()
 def count_chat(
     model: LoadedModel,
     tok: LoadedTokenizer,
@@ -105,12 +106,19 @@ def count_chat(
         counts = prefix_counts.harmony(chat, tok, messages, tools, deadline, memo=memo)
     elif isinstance(chat, MistralChat):  # a prefix's last assistant message closed by its </s>
         prefix_render = _renderer(chat, tok, {}, max_chars, deadline, memo=memo, partial=True)
-        counts = [*prefix_counts.rendered(prefix_render, messages[:-1], tools, strict=False),
-                  total]  # fmt: skip
+        counts = [*prefix_counts.rendered(prefix_render, messages[:-1], tools, strict=False), total]
     else:
-        counts = prefix_counts.template(chat, tok, messages, tools, kwargs=template_kwargs or {},
-                                 max_chars=max_chars, deadline=deadline, memo=memo,
-                                 render=render)  # fmt: skip
+        counts = prefix_counts.template(
+            chat,
+            tok,
+            messages,
+            tools,
+            kwargs=template_kwargs or {},
+            max_chars=max_chars,
+            deadline=deadline,
+            memo=memo,
+            render=render,
+        )
     first = next(k for k, c in enumerate(counts) if c is not None)
     tools_tokens = 0
     if tools:
@@ -135,8 +143,9 @@ def count_chat(
     return ChatCount(total, per, tools_tokens, overhead, True, method, sha, text, ids)
 
 
-def _refused(render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-             refusal: str) -> int | None:  # fmt: skip
+def _refused(
+    render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, refusal: str
+) -> int | None:
     """The message a template refused: the last of the shortest prefix it refuses with the same
     message as the whole (a template may refuse a shorter prefix for reasons of its own, e.g. no
     user message yet). None: no prefix is refused so, or the deadline or the size bound ends the
@@ -176,9 +185,14 @@ def _renderer(
         def render_jinja(
             msgs: list[dict[str, Any]], tools: list[dict[str, Any]] | None, agp: bool
         ) -> tuple[str, list[int]]:
-            variables = {**specials, **kwargs, "messages": msgs, "tools": tools,
-                         "add_generation_prompt": agp}  # fmt: skip
-            text = jinja_chat.render(
+            variables = {
+                **specials,
+                **kwargs,
+                "messages": msgs,
+                "tools": tools,
+                "add_generation_prompt": agp,
+            }
+            text = jinja.render(
                 chat.template, variables, max_chars=max_chars, max_seconds=time_left()
             )
             return text, tokenizer.encode(text, allowed_special="all", memo=memo)
@@ -221,8 +235,10 @@ def _estimate(
         deadline.check()
         return tok.tokenizer.count(text, disallowed_special=frozenset())
 
-    per = [MessageCount(m["role"], estimate_rule.message_tokens(rule, m, count)) for m in messages]
-    tools_tokens = estimate_rule.tools_tokens(rule, tools or [], count)
+    per = [
+        MessageCount(m["role"], openai_estimate.message_tokens(rule, m, count)) for m in messages
+    ]
+    tools_tokens = openai_estimate.tools_tokens(rule, tools or [], count)
     priming = rule.reply_priming if add_generation_prompt else 0
     total = sum(m.tokens for m in per) + tools_tokens + priming
     overhead = {"preamble": 0, "generation_prompt": priming}

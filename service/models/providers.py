@@ -15,7 +15,8 @@ count whichever shape it arrives in:
 
 Images (Anthropic `image` blocks, Responses `input_image` parts) are read here, where their
 index and field are the request's own, and handed on as OpenAI image parts carrying their size
-(`service.models.images`); other media are a ChatInputError naming the block. Every problem names
+(`service.models.images.parts`); other media are a ChatInputError naming the block. Every problem
+names
 the message index and the field.
 """
 
@@ -26,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.errors import ChatInputError
-from service.models import images
 from service.models.conversation import parse_arguments
+from service.models.images import parts as images
 
 Messages = list[dict[str, Any]]
 
@@ -40,8 +41,9 @@ class Conversation:
     tools: list[dict[str, Any]] | None
 
 
-def from_anthropic(system: str | Sequence[Any] | None, messages: Sequence[Any],
-                   tools: Sequence[Any] | None) -> Conversation:  # fmt: skip
+def from_anthropic(
+    system: str | Sequence[Any] | None, messages: Sequence[Any], tools: Sequence[Any] | None
+) -> Conversation:
     """Anthropic's Messages request as an OpenAI-style conversation."""
     out: Messages = []
     if system is not None:
@@ -55,8 +57,9 @@ def from_anthropic(system: str | Sequence[Any] | None, messages: Sequence[Any],
     return Conversation(out, _anthropic_tools(tools))
 
 
-def from_responses(instructions: str | None, items: str | Sequence[Any],
-                   tools: Sequence[Any] | None) -> Conversation:  # fmt: skip
+def from_responses(
+    instructions: str | None, items: str | Sequence[Any], tools: Sequence[Any] | None
+) -> Conversation:
     """OpenAI's Responses `input` (with `instructions`) as an OpenAI-style conversation."""
     out: Messages = []
     if instructions is not None:
@@ -73,8 +76,11 @@ def from_responses(instructions: str | None, items: str | Sequence[Any],
             text = content if isinstance(content, str) else _parts(content, i, "content")
             out.append({"role": role, "content": text})
         elif kind == "function_call":
-            call = _call(_field(item, "call_id", str, i), _field(item, "name", str, i),
-                         _arguments(item.get("arguments", "{}"), i, "arguments"))  # fmt: skip
+            call = _call(
+                _field(item, "call_id", str, i),
+                _field(item, "name", str, i),
+                _arguments(item.get("arguments", "{}"), i, "arguments"),
+            )
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
@@ -83,11 +89,16 @@ def from_responses(instructions: str | None, items: str | Sequence[Any],
         elif kind == "function_call_output":
             output = item.get("output")
             text = output if isinstance(output, str) else _parts_text(output, i, "output")
-            out.append({"role": "tool", "tool_call_id": _field(item, "call_id", str, i),
-                        "content": text})  # fmt: skip
+            out.append(
+                {"role": "tool", "tool_call_id": _field(item, "call_id", str, i), "content": text}
+            )
         else:
-            raise ChatInputError(i, "type", f"input items of type {kind!r} are not counted; "
-                                 "give message, function_call or function_call_output")  # fmt: skip
+            raise ChatInputError(
+                i,
+                "type",
+                f"input items of type {kind!r} are not counted; "
+                "give message, function_call or function_call_output",
+            )
     return Conversation(out, _responses_tools(tools))
 
 
@@ -126,16 +137,25 @@ def _anthropic_blocks(role: str, blocks: Sequence[Any], i: int) -> Messages:
             arguments = block.get("input", {})
             if not isinstance(arguments, Mapping):
                 raise ChatInputError(i, f"{where}.input", "must be an object")
-            calls.append(_call(_field(block, "id", str, i, where),
-                               _field(block, "name", str, i, where), dict(arguments)))  # fmt: skip
+            calls.append(
+                _call(
+                    _field(block, "id", str, i, where),
+                    _field(block, "name", str, i, where),
+                    dict(arguments),
+                )
+            )
         elif kind == "tool_result":
             content = block.get("content", "")
             call_id = _field(block, "tool_use_id", str, i, where)
             text = _anthropic_text(content, i, f"{where}.content")
             results.append({"role": "tool", "content": text, "tool_call_id": call_id})
         else:
-            raise ChatInputError(i, f"{where}.type", f"blocks of type {kind!r} are not counted; "
-                                 "give text, image, thinking, tool_use or tool_result")  # fmt: skip
+            raise ChatInputError(
+                i,
+                f"{where}.type",
+                f"blocks of type {kind!r} are not counted; "
+                "give text, image, thinking, tool_use or tool_result",
+            )
     if not (texts or pictures or thinking or calls):
         return results
     joined = "\n".join(texts) if texts else None
@@ -173,8 +193,12 @@ def _parts(parts: Any, i: int, where: str) -> str | list[dict[str, Any]]:
             pictures.append(images.responses_part(part, i, f"{where}[{j}]"))
             continue
         if kind not in ("input_text", "output_text", "text"):
-            raise ChatInputError(i, f"{where}[{j}].type", f"parts of type {kind!r} are not "
-                                 "counted; give input_text, output_text, input_image")  # fmt: skip
+            raise ChatInputError(
+                i,
+                f"{where}[{j}].type",
+                f"parts of type {kind!r} are not "
+                "counted; give input_text, output_text, input_image",
+            )
         texts.append(_field(part, "text", str, i, f"{where}[{j}]"))
     return _with_images("\n".join(texts), pictures) or ""
 
@@ -228,8 +252,7 @@ def _schema(schema: Any, where: str) -> dict[str, Any]:
 
 
 def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": arguments}}  # fmt: skip
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def _arguments(raw: Any, i: int, where: str) -> dict[str, Any]:

@@ -14,13 +14,13 @@ from typing import ParamSpec, TypeVar
 import msgspec
 
 from service.bpe import Engine, Tokenizer, Vocabulary
-from service.bpe.cache import TextCache
+from service.bpe.engine.text_cache import TextCache
 from service.errors import FormatError
 from service.store.engines import engine_sharing, native_lent
-from service.store.fileformat import TokenizerFile, parse
 from service.store.firstuse import BuiltTokenizer, FirstUse
+from service.store.formats.tokenizer import TokenizerFile, parse
 from service.store.manifest import ManifestEntry
-from service.store.pipelinebuild import engine_merges, pipeline_of
+from service.store.pipeline.build import engine_merges, pipeline_of
 from service.store.reading import read_verified
 from service.store.registry import LoadedTokenizer
 from service.store.sharing import BuiltVocabulary, SharedVocabularies, VocabularyKey
@@ -77,8 +77,16 @@ def load_entry(
     key = SharedVocabularies.key(tf)
     known = shared.get(key)
     checked = validate(tf, where, verified=known.vocab.tokens if known is not None else None)
-    return build(entry, tf, factory, text_cache, token_bytes=checked.tokens,
-                 triples=checked.triples, shared=shared, key=key)  # fmt: skip
+    return build(
+        entry,
+        tf,
+        factory,
+        text_cache,
+        token_bytes=checked.tokens,
+        triples=checked.triples,
+        shared=shared,
+        key=key,
+    )
 
 
 def build(
@@ -107,8 +115,9 @@ def build(
         merges, expand = engine_merges(tf)
         if tf.byte_fallback is not None:  # with synthetic merges: computed here
             token_bytes = triples = None
-        vocab = Vocabulary.build(tf.rule, merges, tf.ids_of_bytes, extra,
-                                 token_bytes=token_bytes, triples=triples)  # fmt: skip
+        vocab = Vocabulary.build(
+            tf.rule, merges, tf.ids_of_bytes, extra, token_bytes=token_bytes, triples=triples
+        )
         for synthetic in expand:  # never an output: expanded into byte-fallback ids
             vocab.tokens[synthetic] = None
         vocab = shared.same_content(key, vocab)
@@ -118,8 +127,9 @@ def build(
         if twin is not None and self_consistent and twin.self_consistent and not expand:
             lent = native_lent(twin.engine, pattern)
         ranks_ok = self_consistent and not expand  # a ranks engine gives the same ids
-        known = BuiltVocabulary(vocab, lent or factory(vocab, pattern, ranks_ok),
-                                self_consistent, expand)  # fmt: skip
+        known = BuiltVocabulary(
+            vocab, lent or factory(vocab, pattern, ranks_ok), self_consistent, expand
+        )
         shared.add(key, known, pattern, known.engine)
     engine = shared.engine(key, pattern)
     if engine is None:
@@ -138,5 +148,13 @@ def build(
         pipeline=pipeline_of(tf, known.expand),
     )
     built = FirstUse.done(entry.ref, BuiltTokenizer(tokenizer, self_consistent))
-    return LoadedTokenizer(*entry.identity, tf.rule, tf.pattern, tf.normalization, tf.metadata,
-                           tokenizer.special_tokens, tokenizer.defined_ids, built)  # fmt: skip
+    return LoadedTokenizer(
+        *entry.identity,
+        tf.rule,
+        tf.pattern,
+        tf.normalization,
+        tf.metadata,
+        tokenizer.special_tokens,
+        tokenizer.defined_ids,
+        built,
+    )

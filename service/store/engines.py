@@ -1,4 +1,5 @@
-"""Which engine serves a vocabulary by default: the native one (`service.bpe.native`, C) wherever
+"""Which engine serves a vocabulary by default: the native one (`service.bpe.engine.native`, C)
+wherever
 it was built and can hold the vocabulary, else the pure-Python reference.
 
 The shipped patterns are split by C scanners made for them, any other pattern by the `regex`
@@ -12,8 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from service.bpe import Engine, PythonEngine, Vocabulary, native
-from service.store.presets import PATTERNS
+from service.bpe import Engine, PythonEngine, Vocabulary
+from service.bpe.engine import native
+from service.store.formats.presets import PATTERNS
 
 log = logging.getLogger("toksvc")
 

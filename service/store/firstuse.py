@@ -25,7 +25,7 @@ import regex
 
 from service.bpe import Tokenizer
 from service.errors import FormatError, StoreError, TokenizerUnavailableError
-from service.store.fileformat import Metadata, Name, TokenId, Version
+from service.store.formats.tokenizer import Metadata, Name, TokenId, Version
 from service.store.manifest import ManifestEntry
 from service.store.reading import read_verified
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.bpe.cache import TextCache
+from service.bpe.engine.text_cache import TextCache
 from service.errors import StoreError
 from service.store.builder import EngineFactory, load_entry
 from service.store.engines import default_engine
@@ -71,16 +71,25 @@ def load_store(
                 continue
             owner = owners.setdefault(entry.name, root)
             if owner != root:
-                registry.failures.append(StoreError(
-                    str(root / MANIFEST),
-                    f"lists {entry.ref}, but {entry.name} is already in {owner / MANIFEST}; "
-                    "a name lives in one store only (rename it in one of them)",
-                ))  # fmt: skip
+                registry.failures.append(
+                    StoreError(
+                        str(root / MANIFEST),
+                        f"lists {entry.ref}, but {entry.name} is already in {owner / MANIFEST}; "
+                        "a name lives in one store only (rename it in one of them)",
+                    )
+                )
                 continue
             try:
                 if first_use:
-                    loaded = defer_entry(root, entry, factory, text_cache, shared=shared,
-                                         registry=registry, lock=build_lock)  # fmt: skip
+                    loaded = defer_entry(
+                        root,
+                        entry,
+                        factory,
+                        text_cache,
+                        shared=shared,
+                        registry=registry,
+                        lock=build_lock,
+                    )
                 else:
                     loaded = load_entry(root, entry, factory, text_cache, shared=shared)
             except StoreError as exc:
@@ -139,6 +148,13 @@ def defer_entry(
             raise
         return loaded.built.get()
 
-    return LoadedTokenizer(*entry.identity, head.rule, head.pattern, head.normalization,  # type: ignore[arg-type]
-                           head.metadata, head.all_special_tokens, head.defined_ids,
-                           FirstUse(entry.ref, build_now, lock))  # fmt: skip
+    return LoadedTokenizer(
+        *entry.identity,
+        head.rule,  # type: ignore[arg-type]
+        head.pattern,
+        head.normalization,  # type: ignore[arg-type]
+        head.metadata,
+        head.all_special_tokens,
+        head.defined_ids,
+        FirstUse(entry.ref, build_now, lock),
+    )

@@ -16,7 +16,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.errors import FormatError, ManifestError, StoreError
-from service.store.fileformat import Name, TokenizerFile, Version, dumps, parse
+from service.store.formats.tokenizer import Name, TokenizerFile, Version, dumps, parse
 from service.store.reading import MAX_MANIFEST_BYTES, read_hashed
 from service.store.validation import validate
 
@@ -101,8 +101,9 @@ def load_manifest(store: Path) -> tuple[Manifest, str]:
 def check_manifest(manifest: Manifest, where: str) -> None:
     total = len(manifest.tokenizers) + len(manifest.models) + len(manifest.prices)
     if total > MAX_ENTRIES:
-        raise ManifestError(where, f"lists {total} files, over the limit of {MAX_ENTRIES}; "
-                                   "split the store")  # fmt: skip
+        raise ManifestError(
+            where, f"lists {total} files, over the limit of {MAX_ENTRIES}; split the store"
+        )
     for kind, layout in LAYOUTS.items():
         _check_entries(getattr(manifest, kind), kind, layout, where)
 
@@ -146,8 +147,9 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
     return add_entry(store, "tokenizers", tf.name, tf.version, data, default=default)
 
 
-def add_entry(store: Path, kind: EntryKind, name: str, version: str, data: bytes, *,
-              default: bool = True) -> ManifestEntry:  # fmt: skip
+def add_entry(
+    store: Path, kind: EntryKind, name: str, version: str, data: bytes, *, default: bool = True
+) -> ManifestEntry:
     """Write a checked file of `kind` and its manifest entry, pinned by its sha256 (replacing an
     entry of the same version). The first version of a name is always its default; `default`
     makes a later one the default. Both files are written to a temporary name and renamed, so a
@@ -157,11 +159,13 @@ def add_entry(store: Path, kind: EntryKind, name: str, version: str, data: bytes
     others = [e for e in current if (e.name, e.version) != (name, version)]
     is_default = default or not any(e.name == name for e in others)
     path = LAYOUTS[kind].format(name, version)
-    entry = ManifestEntry(name=name, version=version, path=path, sha256=sha256_hex(data),
-                          default=is_default)  # fmt: skip
+    entry = ManifestEntry(
+        name=name, version=version, path=path, sha256=sha256_hex(data), default=is_default
+    )
     if is_default:
-        others = [msgspec.structs.replace(e, default=False) if e.name == name else e
-                  for e in others]  # fmt: skip
+        others = [
+            msgspec.structs.replace(e, default=False) if e.name == name else e for e in others
+        ]
     entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
     new_manifest = msgspec.structs.replace(manifest, **{kind: entries})
     check_manifest(new_manifest, str(store / MANIFEST))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.errors import StoreError
+from service.store.formats.model import ModelFile, Price, parse_model, parse_prices
 from service.store.manifest import MANIFEST, Loaded, Manifest, ManifestEntry
-from service.store.modelfile import ModelFile, Price, parse_model, parse_prices
 from service.store.reading import read_verified
 
 
@@ -83,11 +83,16 @@ def load_models(
                 continue
             for price in pf.prices:
                 if (other := tables.prices.get(price.model)) is not None:
-                    tables.failures.append(StoreError(where, f"prices {price.model}, which "
-                                           f"{other.file_ref} prices too; keep one"))  # fmt: skip
+                    tables.failures.append(
+                        StoreError(
+                            where,
+                            f"prices {price.model}, which {other.file_ref} prices too; keep one",
+                        )
+                    )
                     continue
-                tables.prices[price.model] = LoadedPrice(price, pf.currency, entry.ref,
-                                                         entry.sha256)  # fmt: skip
+                tables.prices[price.model] = LoadedPrice(
+                    price, pf.currency, entry.ref, entry.sha256
+                )
     return tables
 
 
@@ -97,8 +102,11 @@ def _check_model(
     if (mf.name, mf.version) != (entry.name, entry.version):
         raise StoreError(where, f"file says {mf.name}@{mf.version}, manifest says {entry.ref}")
     if mf.tokenizer not in tokenizers:
-        raise StoreError(where, f"model {entry.ref} needs tokenizer {mf.tokenizer}, which is not "
-                         "loaded; import it or fix the model's tokenizer field")  # fmt: skip
+        raise StoreError(
+            where,
+            f"model {entry.ref} needs tokenizer {mf.tokenizer}, which is not "
+            "loaded; import it or fix the model's tokenizer field",
+        )
 
 
 def _name(tables: ModelTables, name: str, ref: str, where: str) -> None:

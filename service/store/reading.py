@@ -32,8 +32,9 @@ def read_hashed(store_root: Path, relative_path: str, max_bytes: int) -> tuple[b
     return _read(store_root, relative_path, max_bytes)
 
 
-def read_verified(store_root: Path, relative_path: str, expected_sha256: str,
-                  max_bytes: int = MAX_FILE_BYTES) -> bytes:  # fmt: skip
+def read_verified(
+    store_root: Path, relative_path: str, expected_sha256: str, max_bytes: int = MAX_FILE_BYTES
+) -> bytes:
     """The bytes of a regular file inside `store_root` whose sha256 is `expected_sha256`."""
     data, actual = _read(store_root, relative_path, max_bytes)
     if actual != expected_sha256:

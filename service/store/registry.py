@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from service.bpe import Normalization, Rule, Tokenizer
 from service.errors import ModelNotFoundError, StoreError, TokenizerNotFoundError
-from service.store.fileformat import Metadata
 from service.store.firstuse import FirstUse
+from service.store.formats.tokenizer import Metadata
 from service.store.manifest import Loaded
 from service.store.modelstore import LoadedModel, ModelTables
 

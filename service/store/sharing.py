@@ -22,7 +22,7 @@ from typing import NamedTuple
 import msgspec
 
 from service.bpe import Engine, Vocabulary
-from service.store.fileformat import TokenizerFile
+from service.store.formats.tokenizer import TokenizerFile
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,12 @@ from typing import NamedTuple
 
 import regex
 
-from service.bpe import native
+from service.bpe.engine import native
 from service.bpe.vocab import IDENTITY_BYTE_IDS
 from service.errors import FormatError
-from service.store.fileformat import TokenizerFile
-from service.store.pipelinecheck import BrokenRule as _Rule
-from service.store.pipelinecheck import check_added, check_byte_fallback, check_version
+from service.store.formats.tokenizer import TokenizerFile
+from service.store.pipeline.rules import BrokenRule as _Rule
+from service.store.pipeline.rules import check_added, check_byte_fallback, check_version
 
 
 class Validated(NamedTuple):

@@ -31,10 +31,12 @@ def page_messages(page: Page) -> list[dict[str, str]]:
     """The conversation as the editor holds it: each message's role and content, in order."""
     n = page.locator("#ch-messages .msg").count()
     return [
-        {"role": page.locator(f"#ch-role-{i}").input_value(),
-         "content": page.locator(f"#ch-content-{i}").input_value()}
+        {
+            "role": page.locator(f"#ch-role-{i}").input_value(),
+            "content": page.locator(f"#ch-content-{i}").input_value(),
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def shown_count(
@@ -90,8 +92,9 @@ def test_a_conversation_built_in_the_page_shows_the_api_count_and_cost(pg: Watch
     # priced at the model's maximum output instead
     page.locator("#ch-outmax").check()
     most = httpx.get(f"{pg.base}/v1/models/gpt-4o@1", timeout=30).json()["max_output_tokens"]
-    worst = pg.api("/v1/models/gpt-4o@1/estimate",
-                   {"messages": CONVERSATION, "max_output_tokens": most})  # fmt: skip
+    worst = pg.api(
+        "/v1/models/gpt-4o@1/estimate", {"messages": CONVERSATION, "max_output_tokens": most}
+    )
     assert worst["cost"]["total"] != est["cost"]["total"]
     expect(page.locator("#ch-cost-total")).to_have_text(f"{worst['cost']['total']} USD")
     expect(page.locator("#ch-outtok")).to_have_text(f"{most:,}")
@@ -206,8 +209,11 @@ def test_the_editor_works_from_the_keyboard(pg: Watched) -> None:
 
 # an assistant's tool call and the tool's result, as OpenAI's API takes them
 ARGUMENTS = '{"city": "Paris", "unit": "celsius"}'  # a JSON string, as OpenAI sends it
-CALL: dict[str, Any] = {"id": "call_w1", "type": "function",
-                        "function": {"name": "get_weather", "arguments": ARGUMENTS}}  # fmt: skip
+CALL: dict[str, Any] = {
+    "id": "call_w1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": ARGUMENTS},
+}
 WITH_TOOLS: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a concise assistant. Answer in one sentence."},
     {"role": "user", "content": "What is the weather in Paris right now?"},

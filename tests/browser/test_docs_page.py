@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import httpx
 from playwright.sync_api import ConsoleMessage, Page, Request
 
-from tests.serverproc import Server
+from tests.support.server import Server
 
 SCREENSHOT = os.environ.get("TOKSVC_DOCS_SCREENSHOT")  # a path: save the rendered page there
 
@@ -53,7 +53,7 @@ def test_docs_page_renders_every_operation_asking_only_the_server(
 
 
 # a path parameter with examples, and a body with named examples (every body example is sent, in
-# process, by tests/unit/test_openapi_docs.py; expanding an operation takes the page seconds)
+# process, by tests/unit/api/test_openapi_docs.py; expanding an operation takes the page seconds)
 TRY_IT = [("get", "/v1/tokenizers/{ref}"), ("post", "/v1/tokenizers/{ref}/encode")]
 
 

@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from service.bpe import PythonEngine, Tokenizer
-from service.bpe.explain import inline_vocabulary
-from service.store.presets import PATTERNS
+from service.bpe.text.explain import inline_vocabulary
+from service.store.formats.presets import PATTERNS
 from tests.browser.conftest import Watched
 
 pytestmark = pytest.mark.browser
@@ -89,9 +89,13 @@ def test_special_token_policy_selector(pg: Watched) -> None:
     expect(page.locator("#tokens-error")).to_contain_text("Disallowed special token (422)")
     page.locator("#policy").select_option("allow")
     expect(page.locator("#ids")).to_have_value(
-        json.dumps(pg.api("/v1/tokenizers/cl100k_base@1/encode",
-                          {"text": text, "allowed_special": "all"})["ids"], separators=(",", ":"))
-    )  # fmt: skip
+        json.dumps(
+            pg.api("/v1/tokenizers/cl100k_base@1/encode", {"text": text, "allowed_special": "all"})[
+                "ids"
+            ],
+            separators=(",", ":"),
+        )
+    )
     expect(page.locator("#tokens-error")).to_be_hidden()
     expect(page.locator("#spans .tok.special")).to_have_count(1)
 
@@ -125,13 +129,17 @@ def test_merge_stepper_first_to_last_reaches_encode_ids(pg: Watched) -> None:
     )
     assert [base64.b64decode(r["base64"]) for r in start["results"]] == [
         data[i : i + 1] for i in range(len(data))
-    ]  # fmt: skip
+    ]
     step_to_the_end(page, 1, text)
-    assert lane_ids(page, "ranks") == pg.api("/v1/tokenizers/cl100k_base@1/encode",
-                                             {"text": text})["ids"]  # fmt: skip
+    assert (
+        lane_ids(page, "ranks")
+        == pg.api("/v1/tokenizers/cl100k_base@1/encode", {"text": text})["ids"]
+    )
     page.locator("#st-back").click()
-    assert lane_ids(page, "ranks") != pg.api("/v1/tokenizers/cl100k_base@1/encode",
-                                             {"text": text})["ids"]  # fmt: skip
+    assert (
+        lane_ids(page, "ranks")
+        != pg.api("/v1/tokenizers/cl100k_base@1/encode", {"text": text})["ids"]
+    )
 
 
 def test_merge_stepper_pairs_tokenizer(pg: Watched) -> None:
@@ -159,8 +167,10 @@ def test_train_in_the_page_then_step(pg: Watched) -> None:
     expect(page.locator("#st-trainstatus")).to_contain_text("learned")
     text = page.locator("#st-text").input_value()
     step_to_the_end(page, 2, text)
-    merges = [list(map(int, line.split())) for line in
-              page.locator("#st-merges").input_value().splitlines()]  # fmt: skip
+    merges = [
+        list(map(int, line.split()))
+        for line in page.locator("#st-merges").input_value().splitlines()
+    ]
     for rule in ("pairs", "ranks"):
         vocab = inline_vocabulary(rule, merges)
         tok = Tokenizer(vocab, PythonEngine(vocab, PATTERNS["gpt2"]))
@@ -171,8 +181,9 @@ def test_train_in_the_page_then_step(pg: Watched) -> None:
 def test_stream_holds_back_a_split_emoji_and_never_shows_a_replacement(pg: Watched) -> None:
     page = pg.page
     ids = pg.api("/v1/tokenizers/cl100k_base@1/encode", {"text": EMOJI_TEXT})["ids"]
-    pieces = pg.api("/v1/tokenizers/cl100k_base@1/decode",
-                    {"batch": [[i] for i in ids], "output": "base64"})["results"]  # fmt: skip
+    pieces = pg.api(
+        "/v1/tokenizers/cl100k_base@1/decode", {"batch": [[i] for i in ids], "output": "base64"}
+    )["results"]
     split = [base64.b64decode(p["base64"]) for p in pieces]
     assert any(_not_utf8(b) for b in split), "the test text must split a character over ids"
     page.locator("#text").fill(EMOJI_TEXT)

@@ -9,7 +9,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server
 
 OLD, NEW = "old-key-0123456789abcdef", "new-key-fedcba9876543210"
 ORIGIN = "https://app.example"
@@ -48,13 +48,16 @@ def test_a_websocket_without_a_key_is_refused(keyed: Server) -> None:
 
 
 def test_cors_answers_the_listed_origin_only(keyed: Server) -> None:
-    preflight = {"access-control-request-method": "POST",
-                 "access-control-request-headers": "content-type, x-api-key"}  # fmt: skip
+    preflight = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type, x-api-key",
+    }
     ok = httpx.options(keyed.base + COUNT, headers={"origin": ORIGIN, **preflight})
     assert ok.status_code in (200, 204)
     assert ok.headers["access-control-allow-origin"] == ORIGIN
-    other = httpx.options(keyed.base + COUNT, headers={"origin": "https://evil.example",
-                                                       **preflight})  # fmt: skip
+    other = httpx.options(
+        keyed.base + COUNT, headers={"origin": "https://evil.example", **preflight}
+    )
     assert other.headers.get("access-control-allow-origin") != "https://evil.example"
     assert other.status_code == 400
     assert other.headers["content-type"].startswith("application/problem+json")

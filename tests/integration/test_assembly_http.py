@@ -17,8 +17,8 @@ from websockets.sync.client import connect
 
 from service.store.registry import Registry
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import Server
-from tests.testdata import vocab_bytes
+from tests.support.server import Server
+from tests.support.testdata import vocab_bytes
 
 TEXT = "<think>plan</think> Answer: 42<|im_end|><|im_start|>more<tool_call>x<|endoftext|>"
 
@@ -42,15 +42,21 @@ def transformers_qwen() -> Iterator[dict[str, Any]]:
         yield out
 
 
-FLAGS = [(ref, skip, spaces) for ref in ("qwen2.5", "qwen3") for skip in (False, True)
-         for spaces in (False, True)]  # fmt: skip
+FLAGS = [
+    (ref, skip, spaces)
+    for ref in ("qwen2.5", "qwen3")
+    for skip in (False, True)
+    for spaces in (False, True)
+]
 
 
 @pytest.mark.parametrize("flags", FLAGS)
 def test_special_tokens_decode_as_transformers_does(
-    server: Server, registry: Registry, transformers_qwen: dict[str, Any],
+    server: Server,
+    registry: Registry,
+    transformers_qwen: dict[str, Any],
     flags: tuple[str, bool, bool],
-) -> None:  # fmt: skip
+) -> None:
     ref, skip, spaces = flags
     oracle = transformers_qwen[ref]
     ids = oracle.encode(TEXT, add_special_tokens=False)
@@ -63,8 +69,11 @@ def test_special_tokens_decode_as_transformers_does(
     with connect(url) as ws:
         got = []
         for i, tid in enumerate(ids):
-            ws.send(json.dumps({"ids": [tid], "final": i == len(ids) - 1,
-                                **(options if i == 0 else {})}))  # fmt: skip
+            ws.send(
+                json.dumps(
+                    {"ids": [tid], "final": i == len(ids) - 1, **(options if i == 0 else {})}
+                )
+            )
             got.append(json.loads(ws.recv(timeout=10))["text"])
     assert "".join(got) == want
 
@@ -93,8 +102,12 @@ def test_websocket_closes_normally_at_the_stop_string(server: Server, registry: 
     with connect(url) as ws:
         ws.send(json.dumps({"ids": ids, "stop": ["</answer>"], "include_stop_str_in_output": True}))
         message = json.loads(ws.recv(timeout=10))
-        assert message == {"text": "a b</answer>", "done": True, "stopped": True,
-                           "stop": "</answer>"}  # fmt: skip
+        assert message == {
+            "text": "a b</answer>",
+            "done": True,
+            "stopped": True,
+            "stop": "</answer>",
+        }
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000
@@ -142,8 +155,9 @@ BAD_OPTIONS = [
 
 
 @pytest.mark.parametrize(("options", "field"), BAD_OPTIONS)
-def test_bad_options_are_typed_errors_in_every_form(server: Server, options: dict[str, Any],
-                                                    field: str) -> None:  # fmt: skip
+def test_bad_options_are_typed_errors_in_every_form(
+    server: Server, options: dict[str, Any], field: str
+) -> None:
     base = "/v1/tokenizers/cl100k_base/decode"
     r = httpx.post(f"{server.base}{base}/step", json={"ids": [9906], **options})
     assert r.status_code == 422 and r.json()["field"] == field

@@ -18,12 +18,17 @@ from websockets.sync.client import connect
 
 from service.api.connection import LINGER_BYTES
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server
 
-LIMITS = {"TOKSVC_MAX_BODY_BYTES": "65536", "TOKSVC_MAX_BATCH_ITEMS": "16",
-          "TOKSVC_MAX_IDS_PER_REQUEST": "1000", "TOKSVC_MAX_STREAM_SECONDS": "2",
-          "TOKSVC_MAX_STREAM_IDS": "100", "TOKSVC_WS_IDLE_SECONDS": "2",
-          "TOKSVC_BODY_SECONDS": "2"}  # fmt: skip
+LIMITS = {
+    "TOKSVC_MAX_BODY_BYTES": "65536",
+    "TOKSVC_MAX_BATCH_ITEMS": "16",
+    "TOKSVC_MAX_IDS_PER_REQUEST": "1000",
+    "TOKSVC_MAX_STREAM_SECONDS": "2",
+    "TOKSVC_MAX_STREAM_IDS": "100",
+    "TOKSVC_WS_IDLE_SECONDS": "2",
+    "TOKSVC_BODY_SECONDS": "2",
+}
 JSON = {"content-type": "application/json"}
 T = "/v1/tokenizers/cl100k_base"
 
@@ -32,73 +37,300 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
     ("malformed JSON", "POST", f"{T}/encode", b'{"text": ', JSON, 400, "invalid-body"),
     ("wrong type", "POST", f"{T}/encode", b'{"text": 5}', JSON, 400, "invalid-body"),
     ("unknown field", "POST", f"{T}/count", b'{"text": "a", "x": 1}', JSON, 400, "invalid-body"),
-    ("both text and texts", "POST", f"{T}/count", b'{"text": "a", "texts": []}', JSON, 400,
-     "invalid-body"),
+    (
+        "both text and texts",
+        "POST",
+        f"{T}/count",
+        b'{"text": "a", "texts": []}',
+        JSON,
+        400,
+        "invalid-body",
+    ),
     ("empty body", "POST", f"{T}/encode", b"", JSON, 400, "invalid-body"),
-    ("body over the limit (70 KB > 64 KiB)", "POST", f"{T}/count",
-     json.dumps({"text": "a" * 70_000}).encode(), JSON, 413, "limit-exceeded"),
-    ("batch over the limit (17 > 16)", "POST", f"{T}/count",
-     json.dumps({"texts": ["a"] * 17}).encode(), JSON, 413, "limit-exceeded"),
-    ("ids over the limit (1001 > 1000)", "POST", f"{T}/decode",
-     json.dumps({"ids": [1] * 1001}).encode(), JSON, 413, "limit-exceeded"),
-    ("a decode body of 60,000 [", "POST", f"{T}/decode", b"[" * 60_000, JSON, 400,
-     "invalid-body"),
-    ("a decode body of 5,000 nested lists", "POST", f"{T}/decode",
-     b'{"batch": ' + b"[ " * 5_000 + b"]" * 5_000 + b"}", JSON, 400, "invalid-body"),
-    ("a batch of 2,000 lists (> 16)", "POST", f"{T}/decode",
-     json.dumps({"batch": [[1]] * 2000}).encode(), JSON, 413, "limit-exceeded"),
+    (
+        "body over the limit (70 KB > 64 KiB)",
+        "POST",
+        f"{T}/count",
+        json.dumps({"text": "a" * 70_000}).encode(),
+        JSON,
+        413,
+        "limit-exceeded",
+    ),
+    (
+        "batch over the limit (17 > 16)",
+        "POST",
+        f"{T}/count",
+        json.dumps({"texts": ["a"] * 17}).encode(),
+        JSON,
+        413,
+        "limit-exceeded",
+    ),
+    (
+        "ids over the limit (1001 > 1000)",
+        "POST",
+        f"{T}/decode",
+        json.dumps({"ids": [1] * 1001}).encode(),
+        JSON,
+        413,
+        "limit-exceeded",
+    ),
+    ("a decode body of 60,000 [", "POST", f"{T}/decode", b"[" * 60_000, JSON, 400, "invalid-body"),
+    (
+        "a decode body of 5,000 nested lists",
+        "POST",
+        f"{T}/decode",
+        b'{"batch": ' + b"[ " * 5_000 + b"]" * 5_000 + b"}",
+        JSON,
+        400,
+        "invalid-body",
+    ),
+    (
+        "a batch of 2,000 lists (> 16)",
+        "POST",
+        f"{T}/decode",
+        json.dumps({"batch": [[1]] * 2000}).encode(),
+        JSON,
+        413,
+        "limit-exceeded",
+    ),
     ("negative id", "POST", f"{T}/decode", b'{"ids": [9906, -1]}', JSON, 422, "unknown-token-id"),
-    ("too large id", "POST", f"{T}/decode", b'{"ids": [1099511627776]}', JSON, 422,
-     "unknown-token-id"),
-    ("id beyond 64 bits", "POST", f"{T}/decode", b'{"ids": [36893488147419103232]}', JSON, 422,
-     "unknown-token-id"),
+    (
+        "too large id",
+        "POST",
+        f"{T}/decode",
+        b'{"ids": [1099511627776]}',
+        JSON,
+        422,
+        "unknown-token-id",
+    ),
+    (
+        "id beyond 64 bits",
+        "POST",
+        f"{T}/decode",
+        b'{"ids": [36893488147419103232]}',
+        JSON,
+        422,
+        "unknown-token-id",
+    ),
     ("non-integer id", "POST", f"{T}/decode", b'{"ids": [1.5]}', JSON, 400, "invalid-body"),
     ("string id", "POST", f"{T}/decode", b'{"ids": ["1"]}', JSON, 400, "invalid-body"),
-    ("lone surrogate", "POST", f"{T}/encode", b'{"text": "a\\ud800b"}', JSON, 422,
-     "lone-surrogate"),
-    ("invalid UTF-8, strict decode", "POST", f"{T}/decode", b'{"ids": [9468]}', JSON, 422,
-     "undecodable-bytes"),
-    ("disallowed special token", "POST", f"{T}/encode", b'{"text": "<|endoftext|>"}', JSON, 422,
-     "disallowed-special-token"),
-    ("unknown special token allowed", "POST", f"{T}/encode",
-     b'{"text": "a", "allowed_special": ["<|x|>"]}', JSON, 422, "unknown-special-token"),
-    ("forged stream state", "POST", f"{T}/decode/step", b'{"ids": [], "state": "u8.0.gA=="}',
-     JSON, 422, "invalid-stream-state"),
-    ("unknown tokenizer", "POST", "/v1/tokenizers/nope/count", b'{"text": "a"}', JSON, 404,
-     "unknown-tokenizer"),
-    ("unknown version", "POST", "/v1/tokenizers/gpt2@9/count", b'{"text": "a"}', JSON, 404,
-     "unknown-tokenizer"),
-    ("path trick ../", "POST", "/v1/tokenizers/../../etc/passwd/count", b'{"text": "a"}', JSON,
-     404, "not-found"),
-    ("path trick, encoded slash", "POST", "/v1/tokenizers/..%2F..%2Fetc/count", b'{"text": "a"}',
-     JSON, 404, "not-found"),
-    ("path trick, NUL", "POST", "/v1/tokenizers/gpt2%00/count", b'{"text": "a"}', JSON, 404,
-     "unknown-tokenizer"),
-    ("NUL in a playground file path", "GET", "/playground/assets/main.js%00", b"", {}, 404,
-     "not-found"),
-    ("NUL in a docs file path", "GET", "/schema/assets/swagger-ui/%00.css", b"", {}, 404,
-     "not-found"),
-    ("form-encoded body", "POST", f"{T}/count", b"text=hello",
-     {"content-type": "application/x-www-form-urlencoded"}, 415, "unsupported-media-type"),
-    ("JSON declared as a form", "POST", f"{T}/decode", b'{"ids": [1]}',
-     {"content-type": "application/x-www-form-urlencoded"}, 415, "unsupported-media-type"),
-    ("JSON declared as text", "POST", f"{T}/encode", b'{"text": "a"}',
-     {"content-type": "text/plain"}, 415, "unsupported-media-type"),
+    (
+        "lone surrogate",
+        "POST",
+        f"{T}/encode",
+        b'{"text": "a\\ud800b"}',
+        JSON,
+        422,
+        "lone-surrogate",
+    ),
+    (
+        "invalid UTF-8, strict decode",
+        "POST",
+        f"{T}/decode",
+        b'{"ids": [9468]}',
+        JSON,
+        422,
+        "undecodable-bytes",
+    ),
+    (
+        "disallowed special token",
+        "POST",
+        f"{T}/encode",
+        b'{"text": "<|endoftext|>"}',
+        JSON,
+        422,
+        "disallowed-special-token",
+    ),
+    (
+        "unknown special token allowed",
+        "POST",
+        f"{T}/encode",
+        b'{"text": "a", "allowed_special": ["<|x|>"]}',
+        JSON,
+        422,
+        "unknown-special-token",
+    ),
+    (
+        "forged stream state",
+        "POST",
+        f"{T}/decode/step",
+        b'{"ids": [], "state": "u8.0.gA=="}',
+        JSON,
+        422,
+        "invalid-stream-state",
+    ),
+    (
+        "unknown tokenizer",
+        "POST",
+        "/v1/tokenizers/nope/count",
+        b'{"text": "a"}',
+        JSON,
+        404,
+        "unknown-tokenizer",
+    ),
+    (
+        "unknown version",
+        "POST",
+        "/v1/tokenizers/gpt2@9/count",
+        b'{"text": "a"}',
+        JSON,
+        404,
+        "unknown-tokenizer",
+    ),
+    (
+        "path trick ../",
+        "POST",
+        "/v1/tokenizers/../../etc/passwd/count",
+        b'{"text": "a"}',
+        JSON,
+        404,
+        "not-found",
+    ),
+    (
+        "path trick, encoded slash",
+        "POST",
+        "/v1/tokenizers/..%2F..%2Fetc/count",
+        b'{"text": "a"}',
+        JSON,
+        404,
+        "not-found",
+    ),
+    (
+        "path trick, NUL",
+        "POST",
+        "/v1/tokenizers/gpt2%00/count",
+        b'{"text": "a"}',
+        JSON,
+        404,
+        "unknown-tokenizer",
+    ),
+    (
+        "NUL in a playground file path",
+        "GET",
+        "/playground/assets/main.js%00",
+        b"",
+        {},
+        404,
+        "not-found",
+    ),
+    (
+        "NUL in a docs file path",
+        "GET",
+        "/schema/assets/swagger-ui/%00.css",
+        b"",
+        {},
+        404,
+        "not-found",
+    ),
+    (
+        "form-encoded body",
+        "POST",
+        f"{T}/count",
+        b"text=hello",
+        {"content-type": "application/x-www-form-urlencoded"},
+        415,
+        "unsupported-media-type",
+    ),
+    (
+        "JSON declared as a form",
+        "POST",
+        f"{T}/decode",
+        b'{"ids": [1]}',
+        {"content-type": "application/x-www-form-urlencoded"},
+        415,
+        "unsupported-media-type",
+    ),
+    (
+        "JSON declared as text",
+        "POST",
+        f"{T}/encode",
+        b'{"text": "a"}',
+        {"content-type": "text/plain"},
+        415,
+        "unsupported-media-type",
+    ),
     ("wrong method", "GET", f"{T}/count", b"", {}, 405, "method-not-allowed"),
-    ("bad query value", "POST", f"{T}/decode/stream?errors=maybe", b'{"ids": []}\n', {}, 400,
-     "invalid-body"),
-    ("image URL without its size", "POST", "/v1/models/gpt-4o/count", json.dumps({"messages": [
-        {"role": "user", "content": [{"type": "image_url", "image_url": {
-            "url": "http://127.0.0.1:9/never-fetched.png"}}]}]}).encode(), JSON, 422,
-     "invalid-image"),
-    ("image that is not base64", "POST", "/v1/models/gpt-4o/count", json.dumps({"messages": [
-        {"role": "user", "content": [{"type": "image_url", "image_url": {
-            "url": "data:image/png;base64," + "%" * 60_000}}]}]}).encode(), JSON, 422,
-     "invalid-image"),
-    ("image for a model without an image rule", "POST", "/v1/models/qwen3/count", json.dumps({
-        "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {
-            "url": "x"}, "width": 8, "height": 8}]}]}).encode(), JSON, 422, "images-not-counted"),
-]  # fmt: skip
+    (
+        "bad query value",
+        "POST",
+        f"{T}/decode/stream?errors=maybe",
+        b'{"ids": []}\n',
+        {},
+        400,
+        "invalid-body",
+    ),
+    (
+        "image URL without its size",
+        "POST",
+        "/v1/models/gpt-4o/count",
+        json.dumps(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image_url",
+                                "image_url": {"url": "http://127.0.0.1:9/never-fetched.png"},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ).encode(),
+        JSON,
+        422,
+        "invalid-image",
+    ),
+    (
+        "image that is not base64",
+        "POST",
+        "/v1/models/gpt-4o/count",
+        json.dumps(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image_url",
+                                "image_url": {"url": "data:image/png;base64," + "%" * 60_000},
+                            }
+                        ],
+                    }
+                ]
+            }
+        ).encode(),
+        JSON,
+        422,
+        "invalid-image",
+    ),
+    (
+        "image for a model without an image rule",
+        "POST",
+        "/v1/models/qwen3/count",
+        json.dumps(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image_url",
+                                "image_url": {"url": "x"},
+                                "width": 8,
+                                "height": 8,
+                            }
+                        ],
+                    }
+                ]
+            }
+        ).encode(),
+        JSON,
+        422,
+        "images-not-counted",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +389,10 @@ def test_a_stream_that_never_ends_is_cut_at_the_limit(limited: Server) -> None:
 
 def test_a_body_that_trickles_in_gets_408(limited: Server) -> None:
     with socket.create_connection(("127.0.0.1", limited.port), timeout=15) as sock:
-        sock.sendall(f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     "Content-Length: 100\r\n\r\n{\"text\": ".encode())  # fmt: skip
+        sock.sendall(
+            f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            'Content-Length: 100\r\n\r\n{"text": '.encode()
+        )
         started = time.monotonic()
         reply = sock.recv(65536).decode()
         took = time.monotonic() - started

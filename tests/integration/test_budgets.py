@@ -21,14 +21,19 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server
 
 WRITE_SECONDS = 1.0
-LIMITS = {"TOKSVC_WRITE_SECONDS": str(WRITE_SECONDS), "TOKSVC_MAX_HEADER_BYTES": "8192",
-          "TOKSVC_MAX_STREAMS_PER_WORKER": "1", "TOKSVC_MAX_STREAM_SECONDS": "4",
-          "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024),
-          "TOKSVC_HEADER_SECONDS": "1", "TOKSVC_MAX_LARGE_REQUESTS": "1",
-          "TOKSVC_LARGE_REQUEST_BYTES": "2000000"}  # fmt: skip
+LIMITS = {
+    "TOKSVC_WRITE_SECONDS": str(WRITE_SECONDS),
+    "TOKSVC_MAX_HEADER_BYTES": "8192",
+    "TOKSVC_MAX_STREAMS_PER_WORKER": "1",
+    "TOKSVC_MAX_STREAM_SECONDS": "4",
+    "TOKSVC_MAX_OUTPUT_BYTES": str(4 * 1024 * 1024),
+    "TOKSVC_HEADER_SECONDS": "1",
+    "TOKSVC_MAX_LARGE_REQUESTS": "1",
+    "TOKSVC_LARGE_REQUEST_BYTES": "2000000",
+}
 T = "/v1/tokenizers/cl100k_base"
 
 
@@ -52,8 +57,11 @@ def serves(server: Server) -> bool:
 def test_decode_output_is_refused_before_it_is_built(limited: Server) -> None:
     spaces = one_id(limited, " " * 128)
     ids = [spaces] * 40_000  # 5.1 MB of output from a 0.3 MB body
-    for body in ({"ids": ids}, {"batch": [ids[:20_000], ids[:20_000]]},
-                 {"ids": ids, "output": "base64"}):  # fmt: skip
+    for body in (
+        {"ids": ids},
+        {"batch": [ids[:20_000], ids[:20_000]]},
+        {"ids": ids, "output": "base64"},
+    ):
         r = httpx.post(f"{limited.base}{T}/decode", json=body, timeout=30)
         assert r.status_code == 413, r.text[:200]
         doc = r.json()
@@ -87,8 +95,10 @@ def read_until_closed(sock: socket.socket) -> bytes:
 def test_a_client_that_does_not_read_its_response_is_cut_off(limited: Server) -> None:
     spaces = one_id(limited, " " * 128)
     body = json.dumps({"ids": [spaces] * 30_000}).encode()  # 3.8 MB of output
-    head = (f"POST {T}/decode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"POST {T}/decode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     sock = raw_request(limited.port, head, body, rcvbuf=4096)
     time.sleep(WRITE_SECONDS + 2)  # read nothing for longer than the write deadline
     got = read_until_closed(sock)
@@ -118,8 +128,10 @@ def test_a_client_that_trickles_its_headers_is_disconnected(limited: Server) -> 
 
 
 def stream_head(path: str) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
-            "Transfer-Encoding: chunked\r\n\r\n").encode()  # fmt: skip
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    ).encode()
 
 
 def chunk(obj: Any) -> bytes:
@@ -154,9 +166,15 @@ def test_a_stream_whose_client_stops_reading_gives_its_slot_back(limited: Server
 def ws_frame(payload: bytes) -> bytes:
     """One masked text frame, as a client sends it (RFC 6455)."""
     n, mask = len(payload), os.urandom(4)
-    size = bytes([0x80 | n]) if n < 126 else (
-        bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536
-        else bytes([0x80 | 127]) + n.to_bytes(8, "big"))  # fmt: skip
+    size = (
+        bytes([0x80 | n])
+        if n < 126
+        else (
+            bytes([0x80 | 126]) + n.to_bytes(2, "big")
+            if n < 65536
+            else bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        )
+    )
     key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
     return b"\x81" + size + mask + (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
 
@@ -164,9 +182,11 @@ def ws_frame(payload: bytes) -> bytes:
 def test_a_websocket_whose_client_stops_reading_gives_its_slot_back(limited: Server) -> None:
     spaces = one_id(limited, " " * 128)
     key = base64.b64encode(os.urandom(16)).decode()
-    head = (f"GET {T}/decode/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"GET {T}/decode/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
     sock = raw_request(limited.port, head, rcvbuf=4096)  # reads nothing, not even the 101
     try:
         message = ws_frame(json.dumps({"ids": [spaces] * 20_000}).encode())
@@ -215,8 +235,9 @@ def test_the_websocket_deadline_is_not_called_idle(limited: Server) -> None:
 
 @pytest.mark.parametrize("text", [" " * 999_999 + "x", " \t" * 500_000])
 @pytest.mark.parametrize("verb", ["encode", "count"])
-def test_an_engine_failure_is_a_typed_problem_not_a_500(limited: Server, verb: str,
-                                                        text: str) -> None:  # fmt: skip
+def test_an_engine_failure_is_a_typed_problem_not_a_500(
+    limited: Server, verb: str, text: str
+) -> None:
     r = httpx.post(f"{limited.base}{T}/{verb}", json={"text": text}, timeout=60)
     assert r.status_code in (200, 422), r.text[:300]
     if r.status_code == 422:
@@ -226,8 +247,10 @@ def test_an_engine_failure_is_a_typed_problem_not_a_500(limited: Server, verb: s
 
 def test_large_requests_beyond_the_per_worker_limit_get_503_at_once(limited: Server) -> None:
     size = 3_000_000
-    head = (f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"POST {T}/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {size}\r\n\r\n"
+    ).encode()
     first = raw_request(limited.port, head, b'{"text": "')  # holds the only large slot
     try:
         second = raw_request(limited.port, head)  # no body sent: refused before reading one
@@ -242,13 +265,22 @@ def test_large_requests_beyond_the_per_worker_limit_get_503_at_once(limited: Ser
     finally:
         first.close()
     body = json.dumps({"text": "a" * size}).encode()  # the slot is free again
-    assert httpx.post(f"{limited.base}{T}/count", content=body, timeout=30,
-                      headers={"content-type": "application/json"}).status_code == 200  # fmt: skip
+    assert (
+        httpx.post(
+            f"{limited.base}{T}/count",
+            content=body,
+            timeout=30,
+            headers={"content-type": "application/json"},
+        ).status_code
+        == 200
+    )
 
 
 def large_head(path: str, size: int) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {size}\r\n\r\n").encode()  # fmt: skip
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {size}\r\n\r\n"
+    ).encode()
 
 
 def answer_of(sock: socket.socket) -> bytes:
@@ -265,8 +297,10 @@ def answer_of(sock: socket.socket) -> bytes:
 
 def chunked_post(port: int, path: str, body: bytes) -> bytes:
     """POST `body` with chunked transfer encoding (no Content-Length), in 64 KB chunks."""
-    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    ).encode()
     sock = raw_request(port, head)
     with contextlib.suppress(OSError):  # refused early: the server may stop reading
         for i in range(0, len(body), 65536):
@@ -293,9 +327,8 @@ def test_the_large_request_budget_covers_every_route(limited: Server) -> None:
             "/v1/models/gpt-4o/count",
             json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
         )
-        assert model.startswith(b"HTTP/1.1 200"), model[:300]  # fmt: skip
-        big = chunked_post(limited.port, f"{T}/encode",
-                           json.dumps({"text": "a" * size}).encode())  # fmt: skip
+        assert model.startswith(b"HTTP/1.1 200"), model[:300]
+        big = chunked_post(limited.port, f"{T}/encode", json.dumps({"text": "a" * size}).encode())
         assert big.startswith(b"HTTP/1.1 503") and b"too-many-large-requests" in big, big[:300]
         first.sendall(b"a" * (size - 12) + b'"}')
         assert read_until_closed_or_response(first).startswith(b"HTTP/1.1 200")
@@ -335,7 +368,7 @@ def test_encode_pieces_and_offsets_are_refused_before_they_are_built(limited: Se
         timeout=10,
         json={"texts": ["hello world"], "pieces": True, "offsets": "codepoints"},
     )
-    assert small.json()["results"][0]["pieces"] == ["hello", " world"]  # fmt: skip
+    assert small.json()["results"][0]["pieces"] == ["hello", " world"]
     assert serves(limited)
 
 

@@ -21,8 +21,8 @@ from toksvc_client.wire import StepAnswer
 import service.errors
 from service.store.registry import Registry
 from tests.conftest import tiktoken_oracle
-from tests.serverproc import ROOT, Server
-from tests.testdata import corpus_text
+from tests.support.server import ROOT, Server
+from tests.support.testdata import corpus_text
 from tests.unit.test_layers import imports_in
 
 NAMES = ["cl100k_base", "o200k_base", "gpt2", "qwen2"]
@@ -108,13 +108,16 @@ def test_model_and_text_budget_routes_match_the_raw_answers(client: Client, serv
         m["ref"] for m in raw.get("/v1/models").json()["models"]
     ]
     counted = client.count_chat("qwen3", chat, chat_template_kwargs={"enable_thinking": False})
-    expected = raw.post("/v1/models/qwen3/count", json={
-        "messages": chat, "chat_template_kwargs": {"enable_thinking": False}}).json()  # fmt: skip
+    expected = raw.post(
+        "/v1/models/qwen3/count",
+        json={"messages": chat, "chat_template_kwargs": {"enable_thinking": False}},
+    ).json()
     assert counted.input_tokens == expected["input_tokens"] and counted.exact is True
     assert [m.tokens for m in counted.messages] == [m["tokens"] for m in expected["messages"]]
     estimate = client.estimate("gpt-4o", chat, output_tokens=100)
-    expected = raw.post("/v1/models/gpt-4o/estimate",
-                        json={"messages": chat, "output_tokens": 100}).json()  # fmt: skip
+    expected = raw.post(
+        "/v1/models/gpt-4o/estimate", json={"messages": chat, "output_tokens": 100}
+    ).json()
     assert estimate.cost.total == expected["cost"]["total"] and estimate.exact is False
     assert estimate.input_tokens == expected["input_tokens"]
     text = corpus_text("en_shakespeare.txt")[:3000]
@@ -201,8 +204,13 @@ def test_problems_are_typed_errors_with_their_facts(client: Client) -> None:
     with pytest.raises(errors.InvalidInputError):
         client.chunk("cl100k_base", "some text", 2, overlap=2)
     with pytest.raises(errors.InvalidStreamStateError):
-        client.run(post("/v1/tokenizers/cl100k_base/decode/step",
-                        {"ids": [1], "state": "u8.0.AAAA"}, StepAnswer))  # fmt: skip
+        client.run(
+            post(
+                "/v1/tokenizers/cl100k_base/decode/step",
+                {"ids": [1], "state": "u8.0.AAAA"},
+                StepAnswer,
+            )
+        )
     with pytest.raises(errors.InvalidBodyError) as body:
         client.run(post("/v1/tokenizers/cl100k_base/decode", {"ids": ["x"]}, StepAnswer))
     assert body.value.errors and body.value.errors[0]["key"] == "$.ids[0]"
@@ -238,7 +246,7 @@ def test_the_client_depends_on_httpx_and_msgspec_only() -> None:
 
 
 def test_api_keys(registry: Registry) -> None:
-    from tests.serverproc import start_server, stop_server  # noqa: PLC0415
+    from tests.support.server import start_server, stop_server  # noqa: PLC0415
 
     key = "k" * 24
     server = start_server(1, TOKSVC_API_KEYS=f"ci:{key}")

@@ -16,7 +16,7 @@ import pytest
 from toksvc_client import AsyncClient, Client, RetryPolicy, errors
 from toksvc_client.transport import retry_after_seconds
 
-from tests.serverproc import free_port
+from tests.support.server import free_port
 
 Script = Callable[["Stub", socketserver.BaseRequestHandler, int], None]
 FAST = RetryPolicy(attempts=3, backoff=0.01, max_backoff=0.05, max_retry_after=5)
@@ -41,8 +41,14 @@ class Stub:
                             return
                         data += more
                     head, _, data = data.partition(b"\r\n\r\n")
-                    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+                    length = next(
+                        (
+                            int(line.split(b":")[1])
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length:")
+                        ),
+                        0,
+                    )
                     while len(data) < length:
                         data += self.request.recv(65536)
                     data = data[length:]
@@ -63,13 +69,17 @@ class Stub:
 
 def answer(status: int, body: bytes, content_type: str, **headers: str) -> bytes:
     extra = "".join(f"{k.replace('_', '-')}: {v}\r\n" for k, v in headers.items())
-    return (f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n"
-            f"content-length: {len(body)}\r\n{extra}\r\n").encode() + body  # fmt: skip
+    return (
+        f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {len(body)}\r\n{extra}\r\n"
+    ).encode() + body
 
 
 def problem(kind: str, status: int) -> bytes:
-    return (b'{"type": "/problems/%s", "title": "t", "status": %d, "detail": "d", "limit": 4}'
-            % (kind.encode(), status))  # fmt: skip
+    return b'{"type": "/problems/%s", "title": "t", "status": %d, "detail": "d", "limit": 4}' % (
+        kind.encode(),
+        status,
+    )
 
 
 @pytest.fixture
@@ -164,8 +174,14 @@ def test_busy_answers_are_retried_as_retry_after_says(stub: Callable[[Script], S
     assert server.requests == 2 and caught.value.retry_after == 0 and caught.value.limit == 4
 
     def too_long(stub: Stub, handler: socketserver.BaseRequestHandler, n: int) -> None:
-        handler.request.sendall(answer(429, b'{"type": "/problems/rate-limited", "status": 429}',
-                                       "application/problem+json", retry_after="120"))  # fmt: skip
+        handler.request.sendall(
+            answer(
+                429,
+                b'{"type": "/problems/rate-limited", "status": 429}',
+                "application/problem+json",
+                retry_after="120",
+            )
+        )
 
     server = stub(too_long)
     client = Client(server.base, retry=FAST)

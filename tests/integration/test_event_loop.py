@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.serverproc import start_server, stop_server
-from tests.testdata import all_text
+from tests.support.server import start_server, stop_server
+from tests.support.testdata import all_text
 
 
 def test_small_requests_are_answered_while_a_large_one_is_encoded() -> None:

@@ -9,10 +9,10 @@ import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
-from service.bpe.explain import MAX_EXPLAIN_CHARS, MAX_INLINE_MERGES
+from service.bpe.text.explain import MAX_EXPLAIN_CHARS, MAX_INLINE_MERGES
 from service.settings import Settings
 from service.store.registry import Registry
-from tests.serverproc import Server
+from tests.support.server import Server
 
 TEXTBOOK = [[98, 99, 256], [97, 98, 257], [257, 99, 258]]
 
@@ -33,8 +33,9 @@ def problem(response: httpx.Response, status: int, kind: str) -> dict[str, Any]:
 def test_explain_ends_on_encodes_ids(server: Server, ref: str) -> None:
     text = "Explain me: naïve café 中文 🙂 1234567 <|endoftext|>"
     body = post(server, f"/v1/tokenizers/{ref}/explain", {"text": text}).json()
-    encoded = post(server, f"/v1/tokenizers/{ref}/encode",
-                   {"text": text, "disallowed_special": []}).json()  # fmt: skip
+    encoded = post(
+        server, f"/v1/tokenizers/{ref}/encode", {"text": text, "disallowed_special": []}
+    ).json()
     assert body["ids"] == encoded["ids"]
     assert body["tokenizer"] == encoded["tokenizer"]
     assert body["steps"] == sum(len(p["steps"]) for p in body["pieces"]) > 0
@@ -53,18 +54,21 @@ def test_explain_ends_on_encodes_ids(server: Server, ref: str) -> None:
 def test_explain_text_too_long_is_413(server: Server) -> None:
     url = "/v1/tokenizers/cl100k_base/explain"
     assert post(server, url, {"text": "é" * MAX_EXPLAIN_CHARS}).status_code == 200
-    doc = problem(post(server, url, {"text": "é" * (MAX_EXPLAIN_CHARS + 1)}), 413,
-                  "limit-exceeded")  # fmt: skip
+    doc = problem(post(server, url, {"text": "é" * (MAX_EXPLAIN_CHARS + 1)}), 413, "limit-exceeded")
     assert doc["limit"] == MAX_EXPLAIN_CHARS
 
 
 def test_explain_bad_ref_and_bad_body(server: Server) -> None:
-    doc = problem(post(server, "/v1/tokenizers/nope@9/explain", {"text": "x"}), 404,
-                  "unknown-tokenizer")  # fmt: skip
+    doc = problem(
+        post(server, "/v1/tokenizers/nope@9/explain", {"text": "x"}), 404, "unknown-tokenizer"
+    )
     assert "cl100k_base@1" in doc["available"]
     problem(post(server, "/v1/tokenizers/cl100k_base/explain", {"text": 5}), 400, "invalid-body")
-    problem(post(server, "/v1/tokenizers/cl100k_base/explain", {"text": "x", "rule": "pairs"}),
-            400, "invalid-body")  # fmt: skip
+    problem(
+        post(server, "/v1/tokenizers/cl100k_base/explain", {"text": "x", "rule": "pairs"}),
+        400,
+        "invalid-body",
+    )
 
 
 def test_inline_textbook_counterexample(server: Server) -> None:
@@ -83,14 +87,19 @@ def test_inline_textbook_counterexample(server: Server) -> None:
 
 def test_inline_problems(server: Server) -> None:
     url = "/v1/playground/explain"
-    doc = problem(post(server, url, {"text": "abc", "rule": "pairs", "merges": [[97, 98, 300]]}),
-                  422, "invalid-input")  # fmt: skip
+    doc = problem(
+        post(server, url, {"text": "abc", "rule": "pairs", "merges": [[97, 98, 300]]}),
+        422,
+        "invalid-input",
+    )
     assert "256" in doc["detail"]
     chain = [[97 if n == 0 else 255 + n, 97, 256 + n] for n in range(MAX_INLINE_MERGES + 1)]
-    problem(post(server, url, {"text": "a", "rule": "ranks", "merges": chain}), 413,
-            "limit-exceeded")  # fmt: skip
-    problem(post(server, url, {"text": "a" * 300, "rule": "ranks", "merges": []}), 413,
-            "limit-exceeded")  # fmt: skip
+    problem(
+        post(server, url, {"text": "a", "rule": "ranks", "merges": chain}), 413, "limit-exceeded"
+    )
+    problem(
+        post(server, url, {"text": "a" * 300, "rule": "ranks", "merges": []}), 413, "limit-exceeded"
+    )
     problem(post(server, url, {"text": "a", "rule": "bpe", "merges": []}), 400, "invalid-body")
 
 
@@ -113,9 +122,11 @@ def test_train_returns_usable_merges_and_is_bounded(server: Server) -> None:
     assert [m[2] for m in r["merges"]] == list(range(256, 256 + len(r["merges"])))
     assert 0 < len(r["merges"]) <= 20 and r["pattern"] == "gpt2"
     assert bytes.fromhex(r["tokens"][0]) in text.encode()
-    explained = post(server, "/v1/playground/explain",
-                     {"text": "lowest", "rule": "pairs", "merges": r["merges"],
-                      "pattern": "gpt2"}).json()  # fmt: skip
+    explained = post(
+        server,
+        "/v1/playground/explain",
+        {"text": "lowest", "rule": "pairs", "merges": r["merges"], "pattern": "gpt2"},
+    ).json()
     assert len(explained["ids"]) < len("lowest")
     url = "/v1/playground/train"
     problem(post(server, url, {"text": "x" * 20_001}), 413, "limit-exceeded")
@@ -147,8 +158,9 @@ def test_playground_setting_off(registry: Registry) -> None:
 def test_explain_refuses_a_tokenizer_json_pipeline_it_cannot_replay(server: Server) -> None:
     """A format v2 tokenizer (its own pre-tokenizers and added tokens) is refused with a 422,
     never explained with steps that would not end on encode's ids; encode still serves it."""
-    doc = problem(post(server, "/v1/tokenizers/deepseek-v3/explain", {"text": "Hi 123"}), 422,
-                  "invalid-input")  # fmt: skip
+    doc = problem(
+        post(server, "/v1/tokenizers/deepseek-v3/explain", {"text": "Hi 123"}), 422, "invalid-input"
+    )
     assert "deepseek-v3@1" in doc["detail"]
     encoded = post(server, "/v1/tokenizers/deepseek-v3/encode", {"text": "Hi 123"})
     assert encoded.status_code == 200 and encoded.json()["count"] > 0

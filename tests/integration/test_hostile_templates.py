@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from service.cli import main
-from tests.serverproc import start_server, stop_server
-from tests.testdata import vocab_file
+from service.cli.main import main
+from tests.support.server import start_server, stop_server
+from tests.support.testdata import vocab_file
 
 TAIL = "{% for m in messages %}{{ m.content }}{% endfor %}"
 TEMPLATES = {
@@ -27,12 +27,30 @@ def hostile_store(root: Path) -> Path:
     store = root / "store"
     for name, template in TEMPLATES.items():
         config = root / f"{name}.json"
-        fields = {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>",
-                  "model_max_length": 32768, "chat_template": template + TAIL}  # fmt: skip
+        fields = {
+            "bos_token": "<|endoftext|>",
+            "eos_token": "<|im_end|>",
+            "model_max_length": 32768,
+            "chat_template": template + TAIL,
+        }
         config.write_text(json.dumps(fields))
-        code = main(["import", "hf", str(vocab_file("qwen2_5_tokenizer.json")), "--name",
-                     f"pkg-{name}", "--version", "1", "--store", str(store), "--model", name,
-                     "--chat-config", str(config)])  # fmt: skip
+        code = main(
+            [
+                "import",
+                "hf",
+                str(vocab_file("qwen2_5_tokenizer.json")),
+                "--name",
+                f"pkg-{name}",
+                "--version",
+                "1",
+                "--store",
+                str(store),
+                "--model",
+                name,
+                "--chat-config",
+                str(config),
+            ]
+        )
         assert code == 0
     return store
 
@@ -41,8 +59,10 @@ def test_hostile_templates_get_problems_and_the_worker_keeps_serving(tmp_path: P
     server = start_server(1, TOKSVC_MAX_WORK_SECONDS="1", TOKSVC_STORE=str(hostile_store(tmp_path)))
     body = {"messages": [{"role": "user", "content": "hi"}]}
     try:
-        answers = {name: httpx.post(f"{server.base}/v1/models/{name}/count", json=body, timeout=60)
-                   for name in TEMPLATES}  # fmt: skip
+        answers = {
+            name: httpx.post(f"{server.base}/v1/models/{name}/count", json=body, timeout=60)
+            for name in TEMPLATES
+        }
         health = httpx.get(f"{server.base}/healthz", timeout=10)
     finally:
         stop_server(server)

@@ -20,7 +20,7 @@ import uvicorn
 from service.api.app import create_app
 from service.settings import Settings
 from service.store.registry import Registry
-from tests.serverproc import Server, free_port
+from tests.support.server import Server, free_port
 
 ORIGIN = "http://app.example"
 SETTINGS = Settings(max_body_bytes=65536, max_batch_items=16, body_seconds=2, cors_origins=ORIGIN)
@@ -60,8 +60,11 @@ BODIES: list[Any] = [
     {"text": "a", "allowed_special": ["<|not-special|>"]},
     {"text": "a" * 70_000},  # body over the limit (content-length says so)
 ]
-PATHS = [f"/v1/tokenizers/{ref}/{op}" for op in ("count", "encode")
-         for ref in ("cl100k_base", "gpt2@1", "o200k_base", "nope", "gpt2@9")]  # fmt: skip
+PATHS = [
+    f"/v1/tokenizers/{ref}/{op}"
+    for op in ("count", "encode")
+    for ref in ("cl100k_base", "gpt2@1", "o200k_base", "nope", "gpt2@9")
+]
 
 
 class ThreadedServer:
@@ -147,8 +150,10 @@ def chunks(*parts: bytes) -> Iterator[bytes]:
 
 def test_a_body_in_chunks_and_one_over_the_limit_without_a_length(apps: Any) -> None:
     hot, full = apps
-    for parts in ([b'{"te', b'xt": "Hello', b', world"}'], [b'{"text": "', b"a" * 40_000,
-                                                               b"a" * 40_000, b'"}']):  # fmt: skip
+    for parts in (
+        [b'{"te', b'xt": "Hello', b', world"}'],
+        [b'{"text": "', b"a" * 40_000, b"a" * 40_000, b'"}'],
+    ):
         got = [
             httpx.post(s.base + "/v1/tokenizers/cl100k_base/encode", content=chunks(*parts))
             for s in (hot, full)
@@ -161,9 +166,11 @@ def test_a_body_in_chunks_and_one_over_the_limit_without_a_length(apps: Any) -> 
 def trickle(port: int) -> bytes:
     """A body that stops half way: the answer once the body deadline (2 s) has passed."""
     with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
-        sock.sendall(b"POST /v1/tokenizers/gpt2/count HTTP/1.1\r\nHost: x\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
-                     b'{"text": ')  # fmt: skip
+        sock.sendall(
+            b"POST /v1/tokenizers/gpt2/count HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            b'{"text": '
+        )
         reply = b""
         while b"request-timeout" not in reply and (more := sock.recv(65536)):
             reply += more
@@ -181,9 +188,11 @@ def test_a_body_that_trickles_in_gets_the_same_408(apps: Any) -> None:
 
 
 def metric(text: str, name: str, **labels: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name + "{")
-               and all(f'{k}="{v}"' in line for k, v in labels.items()))  # fmt: skip
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items())
+    )
 
 
 def test_hot_path_requests_are_counted(server: Server) -> None:

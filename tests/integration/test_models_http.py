@@ -11,17 +11,28 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.chatgen import TOOLS
-from tests.modelstores import make_store, model
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.chatgen import TOOLS
+from tests.support.modelstores import make_store, model
+from tests.support.server import Server, start_server, stop_server
 
-CHAT = [{"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "Weather in Paris? 你好 🎉"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
-         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"},
-        {"role": "assistant", "content": "21 °C."},
-        {"role": "user", "content": "Thanks"}]  # fmt: skip
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris? 你好 🎉"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 21}'},
+    {"role": "assistant", "content": "21 °C."},
+    {"role": "user", "content": "Thanks"},
+]
 
 
 JSON = {"content-type": "application/json"}
@@ -76,34 +87,41 @@ def test_estimate_costs_are_decimal_strings(server: Server) -> None:
     assert Decimal(doc["cost"]["input"]) == n * Decimal("2.50") / 1_000_000
     assert Decimal(doc["cost"]["total"]) == Decimal(doc["cost"]["input"]) + Decimal("0.01")
     assert doc["remaining_context"] == 128000 - n - 1000 and doc["currency"] == "USD"
-    text = httpx.post(f"{server.base}/v1/models/gpt-4/estimate",
-                      json={"text": "hello world", "output_tokens": 0}).json()  # fmt: skip
+    text = httpx.post(
+        f"{server.base}/v1/models/gpt-4/estimate", json={"text": "hello world", "output_tokens": 0}
+    ).json()
     assert text["input_tokens"] == 2 and text["cost"]["total"] == "0.00006"
 
 
 def test_unknown_model_lists_models(server: Server) -> None:
-    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-9/count", json={"messages": []}),
-                  404, "unknown-model")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/gpt-9/count", json={"messages": []}),
+        404,
+        "unknown-model",
+    )
     assert "gpt-4o@1" in doc["available"]
 
 
 def test_unknown_role_names_index_and_field(server: Server) -> None:
     body = {"messages": [{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}]}
-    doc = problem(httpx.post(f"{server.base}/v1/models/qwen3/count", json=body),
-                  422, "invalid-message")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/qwen3/count", json=body), 422, "invalid-message"
+    )
     assert doc["index"] == 1 and doc["field"] == "role"
 
 
 def test_malformed_tool_call_names_index_and_field(server: Server) -> None:
     bad = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}
     body = {"messages": [{"role": "user", "content": "a"}, bad]}
-    doc = problem(httpx.post(f"{server.base}/v1/models/qwen2.5/count", json=body),
-                  422, "invalid-message")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/qwen2.5/count", json=body), 422, "invalid-message"
+    )
     assert doc["index"] == 1 and doc["field"] == "tool_calls[0].function.arguments"
     bad = {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}
     body = {"messages": [bad]}
-    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-oss/count", json=body),
-                  422, "invalid-message")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/gpt-oss/count", json=body), 422, "invalid-message"
+    )
     assert doc["index"] == 0 and "tool_calls[0].function" in doc["field"]
 
 
@@ -118,18 +136,37 @@ def deep_bodies(depth: int) -> dict[str, tuple[dict[str, Any], int | None, str]]
     text_args = {"function": {"name": "f", "arguments": json.dumps(nested(depth))}}
     hi = {"role": "user", "content": "hi"}
     return {
-        "content": ({"messages": [hi, {"role": "user", "content": [nested(depth)]}]}, 1,
-                    "content[0]"),
-        "tools": ({"messages": [hi], "tools": [{"type": "function", "function": {
-            "name": "f", "parameters": nested(depth)}}]}, None, "tools[0].function.parameters"),
-        "arguments": ({"messages": [hi, {"role": "assistant", "tool_calls": [args]}]}, 1,
-                      "tool_calls[0].function.arguments"),
-        "arguments as a string": ({"messages": [hi, {"role": "assistant",
-                                   "tool_calls": [text_args]}]}, 1,
-                                  "tool_calls[0].function.arguments"),
-        "template kwargs": ({"messages": [hi], "chat_template_kwargs": {"x": nested(depth)}},
-                            None, "chat_template_kwargs.x"),
-    }  # fmt: skip
+        "content": (
+            {"messages": [hi, {"role": "user", "content": [nested(depth)]}]},
+            1,
+            "content[0]",
+        ),
+        "tools": (
+            {
+                "messages": [hi],
+                "tools": [
+                    {"type": "function", "function": {"name": "f", "parameters": nested(depth)}}
+                ],
+            },
+            None,
+            "tools[0].function.parameters",
+        ),
+        "arguments": (
+            {"messages": [hi, {"role": "assistant", "tool_calls": [args]}]},
+            1,
+            "tool_calls[0].function.arguments",
+        ),
+        "arguments as a string": (
+            {"messages": [hi, {"role": "assistant", "tool_calls": [text_args]}]},
+            1,
+            "tool_calls[0].function.arguments",
+        ),
+        "template kwargs": (
+            {"messages": [hi], "chat_template_kwargs": {"x": nested(depth)}},
+            None,
+            "chat_template_kwargs.x",
+        ),
+    }
 
 
 @pytest.mark.parametrize("where", list(deep_bodies(2)))
@@ -150,15 +187,23 @@ def test_deep_json_is_refused_naming_the_field(server: Server, name: str, where:
 # (odd schema, the same schema without the odd part): a count renders them alike, never a 500
 ODD_SCHEMAS = [
     ({"type": "object", "properties": ["a", "b"]}, {"type": "object"}),
-    ({"type": "object", "properties": {"a": {"type": "string", "enum": 5}}},
-     {"type": "object", "properties": {"a": {"type": "string"}}}),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": [1]}}},
-     {"type": "object", "properties": {"a": {"type": "array"}}}),
-    ({"type": "object", "properties": {"a": 5, "b": {"type": "string"}}, "required": 5},
-     {"type": "object", "properties": {"a": {}, "b": {"type": "string"}}}),
-    ({"type": "object", "properties": {"a": {"type": "object", "properties": [1]}}},
-     {"type": "object", "properties": {"a": {"type": "object"}}}),
-]  # fmt: skip
+    (
+        {"type": "object", "properties": {"a": {"type": "string", "enum": 5}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+    ),
+    (
+        {"type": "object", "properties": {"a": {"type": "array", "items": [1]}}},
+        {"type": "object", "properties": {"a": {"type": "array"}}},
+    ),
+    (
+        {"type": "object", "properties": {"a": 5, "b": {"type": "string"}}, "required": 5},
+        {"type": "object", "properties": {"a": {}, "b": {"type": "string"}}},
+    ),
+    (
+        {"type": "object", "properties": {"a": {"type": "object", "properties": [1]}}},
+        {"type": "object", "properties": {"a": {"type": "object"}}},
+    ),
+]
 
 
 @pytest.mark.parametrize("schemas", ODD_SCHEMAS, ids=[str(i) for i in range(len(ODD_SCHEMAS))])
@@ -179,12 +224,14 @@ def test_odd_tool_schemas_render_like_their_plain_part(
 
 def test_missing_price_and_overflow(server: Server) -> None:
     body = {"messages": [{"role": "user", "content": "hi"}]}
-    doc = problem(httpx.post(f"{server.base}/v1/models/qwen3/estimate", json=body),
-                  422, "price-missing")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/qwen3/estimate", json=body), 422, "price-missing"
+    )
     assert "qwen3@1" in doc["detail"]
     body = {"text": " hello" * 9000, "output_tokens": 10}
-    doc = problem(httpx.post(f"{server.base}/v1/models/gpt-4/estimate", json=body),
-                  422, "context-overflow")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/gpt-4/estimate", json=body), 422, "context-overflow"
+    )
     assert doc["needed"] == 9010 and doc["context_window"] == 8192
 
 
@@ -202,30 +249,42 @@ def test_an_estimate_without_output_fits_and_an_input_too_long_overflows(
     assert doc["output_tokens"] == 0 and doc["max_output"]["tokens"] == most
     assert doc["remaining_context"] == window - doc["input_tokens"]
     body = {"text": " hello" * (window + 10)}  # the input alone does not fit
-    doc = problem(httpx.post(f"{server.base}/v1/models/{name}/estimate", json=body),
-                  422, "context-overflow")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{server.base}/v1/models/{name}/estimate", json=body), 422, "context-overflow"
+    )
     assert doc["needed"] > window
 
 
 def test_truncate_and_chunk(server: Server) -> None:
     text = "Hello world, 你好 🎉 " * 50
-    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/truncate",
-                   json={"text": text, "max_tokens": 20, "keep": "end"}).json()  # fmt: skip
+    r = httpx.post(
+        f"{server.base}/v1/tokenizers/cl100k_base/truncate",
+        json={"text": text, "max_tokens": 20, "keep": "end"},
+    ).json()
     assert r["truncated"] and text.endswith(r["text"]) and r["count"] <= 20
-    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/chunk",
-                   json={"text": text, "max_tokens": 50, "overlap": 5}).json()  # fmt: skip
+    r = httpx.post(
+        f"{server.base}/v1/tokenizers/cl100k_base/chunk",
+        json={"text": text, "max_tokens": 50, "overlap": 5},
+    ).json()
     assert r["chunks"][0]["start"] == 0 and r["chunks"][-1]["end"] == len(text)
     assert all(c["count"] <= 50 for c in r["chunks"])
-    problem(httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/chunk",
-                       json={"text": text, "max_tokens": 5, "overlap": 5}),
-            422, "invalid-input")  # fmt: skip
+    problem(
+        httpx.post(
+            f"{server.base}/v1/tokenizers/cl100k_base/chunk",
+            json={"text": text, "max_tokens": 5, "overlap": 5},
+        ),
+        422,
+        "invalid-input",
+    )
 
 
 # --- templates that raise or run away, in a store of their own -------------------------------
 
-RAISING = ("{% for m in messages %}{% if m.role == 'system' %}"
-           "{{ raise_exception('System role not supported') }}{% endif %}"
-           "{{ m.content }}{% endfor %}")  # fmt: skip
+RAISING = (
+    "{% for m in messages %}{% if m.role == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{{ m.content }}{% endfor %}"
+)
 RUNAWAY = (
     "{% for i in range(100000) %}{% for j in range(100000) %}0123456789{% endfor %}{% endfor %}"
 )
@@ -233,8 +292,9 @@ RUNAWAY = (
 
 @pytest.fixture(scope="module")
 def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    store = make_store(tmp_path_factory.mktemp("models"),
-                       [model("raising", RAISING), model("runaway", RUNAWAY)])  # fmt: skip
+    store = make_store(
+        tmp_path_factory.mktemp("models"), [model("raising", RAISING), model("runaway", RUNAWAY)]
+    )
     s = start_server(1, TOKSVC_STORE=str(store), TOKSVC_MAX_BODY_BYTES="65536")
     yield s
     stop_server(s)
@@ -242,18 +302,24 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def test_template_that_raises_is_a_422_with_its_message(own_server: Server) -> None:
     body = {"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]}
-    doc = problem(httpx.post(f"{own_server.base}/v1/models/raising/count", json=body),
-                  422, "template-error")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{own_server.base}/v1/models/raising/count", json=body), 422, "template-error"
+    )
     assert "System role not supported" in doc["detail"] and doc["index"] == 0
-    ok = httpx.post(f"{own_server.base}/v1/models/raising/count",
-                    json={"messages": [{"role": "user", "content": "y"}]})  # fmt: skip
+    ok = httpx.post(
+        f"{own_server.base}/v1/models/raising/count",
+        json={"messages": [{"role": "user", "content": "y"}]},
+    )
     assert ok.status_code == 200 and ok.json()["input_tokens"] > 0
 
 
 def test_runaway_template_is_bounded_and_the_worker_keeps_serving(own_server: Server) -> None:
     body = {"messages": [{"role": "user", "content": "y"}]}
-    doc = problem(httpx.post(f"{own_server.base}/v1/models/runaway/count", json=body, timeout=60),
-                  413, "limit-exceeded")  # fmt: skip
+    doc = problem(
+        httpx.post(f"{own_server.base}/v1/models/runaway/count", json=body, timeout=60),
+        413,
+        "limit-exceeded",
+    )
     assert doc["limit"] == 65536 * 4
     assert httpx.get(f"{own_server.base}/v1/models").status_code == 200
 
@@ -283,8 +349,9 @@ def test_encode_pieces_and_offsets(server: Server) -> None:
     assert split == [{"base64": "8J8="}, {"base64": "mYI="}]  # its 4 bytes over 2 tokens
     batch = httpx.post(url, json={"texts": ["a", "b c"], "offsets": "codepoints"}).json()
     assert [r["offsets"] for r in batch["results"]] == [[[0, 1]], [[0, 1], [1, 3]]]
-    count = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
-                       json={"text": "a", "pieces": True})  # fmt: skip
+    count = httpx.post(
+        f"{server.base}/v1/tokenizers/cl100k_base/count", json={"text": "a", "pieces": True}
+    )
     assert count.status_code == 400  # count takes no pieces
 
 
@@ -297,11 +364,17 @@ def test_ndjson_stream_meters_with_a_model(server: Server) -> None:
     usage = lines[-1]["usage"]
     assert lines[-1]["done"] and usage["output_tokens"] == 3 and usage["model"] == "gpt-4@1"
     assert Decimal(usage["cost"]) == 3 * Decimal("60.00") / 1_000_000
-    plain = httpx.post(url.split("?", maxsplit=1)[0], content=body,
-                       headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    plain = httpx.post(
+        url.split("?", maxsplit=1)[0],
+        content=body,
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert "count" not in plain.text and "usage" not in plain.text  # off unless asked
-    unknown = httpx.post(url.replace("gpt-4", "gpt-9"), content=body,
-                         headers={"content-type": "application/x-ndjson"})  # fmt: skip
+    unknown = httpx.post(
+        url.replace("gpt-4", "gpt-9"),
+        content=body,
+        headers={"content-type": "application/x-ndjson"},
+    )
     problem(unknown, 404, "unknown-model")
 
 
@@ -309,8 +382,10 @@ def test_a_metered_stream_that_ends_in_an_error_reports_its_usage(server: Server
     body = b'{"ids": [9906]}\n{"ids": [11, 1917]}\n{"ids": [-1]}\n{"ids": [11]}\n'
     url = f"{server.base}/v1/tokenizers/cl100k_base/decode/stream"
     ndjson = {"content-type": "application/x-ndjson"}
-    lines = [json.loads(x) for x in httpx.post(f"{url}?usage=true", content=body,
-                                               headers=ndjson).text.splitlines()]  # fmt: skip
+    lines = [
+        json.loads(x)
+        for x in httpx.post(f"{url}?usage=true", content=body, headers=ndjson).text.splitlines()
+    ]
     assert [line.get("count") for line in lines[:-1]] == [1, 3]
     last = lines[-1]
     assert last["error"]["type"] == "/problems/unknown-token-id"
@@ -363,6 +438,9 @@ def test_mistral_counts_the_same_on_every_route(server: Server, name: str) -> No
     assert r.json()["input_tokens"] == want["input_tokens"], r.text
     r = httpx.post(f"{server.base}/tokenize", json={"model": name, "messages": plain})
     assert r.json()["count"] == want["input_tokens"], r.text
-    refused = problem(httpx.post(f"{server.base}/v1/models/{name}/count",
-                                 json={"messages": CHAT}), 422, "chat-format-refused")  # fmt: skip
+    refused = problem(
+        httpx.post(f"{server.base}/v1/models/{name}/count", json={"messages": CHAT}),
+        422,
+        "chat-format-refused",
+    )
     assert refused["index"] == 2 and "tool_calls[0].id" in refused["detail"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.cli import main as toksvc
-from tests.serverproc import Server, start_server, stop_server
-from tests.testdata import corpus_text
+from service.cli.main import main as toksvc
+from tests.support.server import Server, start_server, stop_server
+from tests.support.testdata import corpus_text
 
 
 class Load:
@@ -29,8 +29,9 @@ class Load:
         deadline = time.monotonic() + 60
         while not self.stop.is_set() and time.monotonic() < deadline:
             try:
-                r = httpx.post(f"{self.base}/v1/tokenizers/gpt2/count", json={"text": "reload"},
-                               timeout=10)  # fmt: skip
+                r = httpx.post(
+                    f"{self.base}/v1/tokenizers/gpt2/count", json={"text": "reload"}, timeout=10
+                )
                 self.codes.append(r.status_code)
             except httpx.HTTPError:
                 self.codes.append(0)
@@ -49,13 +50,30 @@ class Load:
 def train(store: Path, version: str) -> None:
     corpus = str(store.parent / "bard.txt")
     Path(corpus).write_text(corpus_text("en_shakespeare.txt"), "utf-8")
-    assert toksvc(["train", corpus, "--vocab-size", "300", "--name", "bard", "--version", version,
-                   "--no-default", "--store", str(store)]) == 0  # fmt: skip
+    assert (
+        toksvc(
+            [
+                "train",
+                corpus,
+                "--vocab-size",
+                "300",
+                "--name",
+                "bard",
+                "--version",
+                version,
+                "--no-default",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
 
 
 def served_everywhere(server: Server, ref: str, tries: int = 8) -> bool:
-    codes = {httpx.get(f"{server.base}/v1/tokenizers/{ref}", timeout=5).status_code
-             for _ in range(tries)}  # fmt: skip
+    codes = {
+        httpx.get(f"{server.base}/v1/tokenizers/{ref}", timeout=5).status_code for _ in range(tries)
+    }
     return codes == {200}
 
 
@@ -97,8 +115,9 @@ def test_sighup_reload_under_load(store: Path, workers: int) -> None:
             assert served_everywhere(server, "bard@9")  # the old registry keeps serving
             assert httpx.get(f"{server.base}/v1/tokenizers/bard@corrupt").status_code == 404
         failed = sum(1 for c in load.codes if c != 200)
-        print(f"\n{workers} worker(s): {len(load.codes)} requests during two reloads, "
-              f"{failed} failed")  # fmt: skip
+        print(
+            f"\n{workers} worker(s): {len(load.codes)} requests during two reloads, {failed} failed"
+        )
         assert failed == 0 and len(load.codes) > 50
     finally:
         stop_server(server)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server
 
 WS = "/v1/tokenizers/cl100k_base/decode/ws"
 TEXT, CONT, PING, PONG, CLOSE = 0x1, 0x0, 0x9, 0xA, 0x8
@@ -48,9 +48,13 @@ def opened(server: Server, rcvbuf: int = 0) -> socket.socket:
     sock.settimeout(20)
     sock.connect(("127.0.0.1", server.port))
     key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall((f"GET {WS} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                  "Sec-WebSocket-Version: 13\r\n\r\n").encode())  # fmt: skip
+    sock.sendall(
+        (
+            f"GET {WS} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(1)
@@ -130,8 +134,12 @@ def test_an_ndjson_line_over_the_message_limit_is_refused(server: Server) -> Non
         for at in range(0, len(line), 65536):
             yield line[at : at + 65536]
 
-    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/decode/stream", content=body(),
-                   headers={"content-type": "application/x-ndjson"}, timeout=30)  # fmt: skip
+    r = httpx.post(
+        f"{server.base}/v1/tokenizers/cl100k_base/decode/stream",
+        content=body(),
+        headers={"content-type": "application/x-ndjson"},
+        timeout=30,
+    )
     problem = r.json() if r.status_code != 200 else json.loads(r.text.splitlines()[-1])["error"]
     assert problem["type"] == "/problems/limit-exceeded" and problem["limit"] == 1024 * 1024
     assert healthy(server)

@@ -11,7 +11,7 @@ from websockets.sync.client import connect
 
 from service.store.registry import Registry
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import Server
+from tests.support.server import Server
 
 PATH = "/v1/tokenizers/cl100k_base/decode/stream"
 
@@ -45,8 +45,11 @@ def test_a_line_split_across_chunks_and_a_last_line_without_newline(server: Serv
         stream.send_raw(b'{"ids": [153')
         stream.send_raw(b'39]}\n{"ids": [1917]}')
         stream.end_body()
-        assert stream.read_all() == [{"text": "hello"}, {"text": " world"},
-                                     {"text": "", "done": True}]  # fmt: skip
+        assert stream.read_all() == [
+            {"text": "hello"},
+            {"text": " world"},
+            {"text": "", "done": True},
+        ]
     finally:
         stream.close()
 

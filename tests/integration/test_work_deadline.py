@@ -2,7 +2,8 @@
 file whose pre-tokenizers no C scanner cuts runs them in Python (~6 us a piece), so a few
 megabytes of `" 1"` are tens of seconds of work in one engine call, which used to run to its end
 whatever the deadline, and after its client had gone. (The bundled DeepSeek files are cut in C
-now: service/store/chains.py; the file served here is DeepSeek V4's with its number step changed,
+now: service/store/formats/chains.py; the file served here is DeepSeek V4's with its number step
+changed,
 which only the Python steps can cut.)"""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from service.settings import BUNDLED_STORE
-from tests.serverproc import start_server, stop_server
+from tests.support.server import start_server, stop_server
 
 
 def python_steps_store(root: Path) -> Path:
@@ -25,10 +26,20 @@ def python_steps_store(root: Path) -> Path:
     data = json.dumps(tf).encode()
     (root / "deepseek-v4-steps").mkdir()
     (root / "deepseek-v4-steps" / "1.json").write_bytes(data)
-    entry = {"name": "deepseek-v4-steps", "version": "1", "path": "deepseek-v4-steps/1.json",
-             "sha256": hashlib.sha256(data).hexdigest(), "default": True}  # fmt: skip
-    manifest = {"format": "toksvc-manifest", "format_version": 1, "tokenizers": [entry],
-                "models": [], "prices": []}  # fmt: skip
+    entry = {
+        "name": "deepseek-v4-steps",
+        "version": "1",
+        "path": "deepseek-v4-steps/1.json",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "default": True,
+    }
+    manifest = {
+        "format": "toksvc-manifest",
+        "format_version": 1,
+        "tokenizers": [entry],
+        "models": [],
+        "prices": [],
+    }
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root
 

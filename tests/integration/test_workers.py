@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serverproc import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server
 
 REQUESTS = 120
 

@@ -13,8 +13,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe import native
-from service.store.presets import PATTERNS
+from service.bpe.engine import native
+from service.store.formats.presets import PATTERNS
 from tests.property.test_chains import python_pieces
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine is not built")

@@ -14,18 +14,20 @@ from hypothesis import strategies as st
 from websockets.sync.client import connect
 
 from service.bpe import Tokenizer
-from service.bpe.assembly_options import AssemblyLimits, AssemblyOptions, assembler_for
+from service.bpe.stream.options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.store.registry import Registry
-from tests.assembly_reference import expected
 from tests.integration.rawhttp import NdjsonStream
 from tests.property.test_stream_chunks import chunked
-from tests.serverproc import Server
+from tests.support.assembly_reference import expected
+from tests.support.server import Server
 
 ALPHABET = "ab \n.<>/:é日本🙂"
-LOCAL = settings(max_examples=300, deadline=None,
-                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-REMOTE = settings(max_examples=30, deadline=None,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+LOCAL = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+REMOTE = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @dataclass
@@ -68,8 +70,9 @@ def test_the_assembler_equals_the_reference(registry: Registry, data: st.DataObj
     tok = registry.resolve(data.draw(st.sampled_from(["cl100k_base", "qwen3", "gpt2"]))).tokenizer
     case = data.draw(cases(tok))
     stateless = data.draw(st.booleans())
-    options = AssemblyOptions(stop=case.stops, include_stop_str_in_output=case.include,
-                              prompt_ids=case.prompt)  # fmt: skip
+    options = AssemblyOptions(
+        stop=case.stops, include_stop_str_in_output=case.include, prompt_ids=case.prompt
+    )
     limits = AssemblyLimits()
     assembler = assembler_for(tok, options, limits)
     out = []
@@ -79,8 +82,7 @@ def test_the_assembler_equals_the_reference(registry: Registry, data: st.DataObj
             assembler = assembler_for(tok, later, limits, state=assembler.state())
         out.append(assembler.decode(chunk))
     out.append(assembler.flush())
-    want, stop = expected(tok, case.generated, case.stops, prompt=case.prompt,
-                          include=case.include)  # fmt: skip
+    want, stop = expected(tok, case.generated, case.stops, prompt=case.prompt, include=case.include)
     assert ("".join(out), assembler.stopped) == (want, stop)
 
 
@@ -130,8 +132,13 @@ def via_step(server: Server, case: Case) -> tuple[str, str | None]:
     out, state, stop = [], None, None
     with httpx.Client(base_url=server.base, timeout=10) as c:
         for i, chunk in enumerate([*case.chunks, []]):
-            body = {"ids": chunk, "state": state, "final": i == len(case.chunks),
-                    "stop": case.stops, "include_stop_str_in_output": case.include}  # fmt: skip
+            body = {
+                "ids": chunk,
+                "state": state,
+                "final": i == len(case.chunks),
+                "stop": case.stops,
+                "include_stop_str_in_output": case.include,
+            }
             if i == 0 and case.prompt:
                 body["prompt_ids"] = case.prompt
             r = c.post(f"/v1/tokenizers/{REF}/decode/step", json=body)
@@ -145,8 +152,9 @@ def via_step(server: Server, case: Case) -> tuple[str, str | None]:
 
 @given(data=st.data())
 @REMOTE
-def test_every_form_equals_the_reference(server: Server, registry: Registry,
-                                         data: st.DataObject) -> None:  # fmt: skip
+def test_every_form_equals_the_reference(
+    server: Server, registry: Registry, data: st.DataObject
+) -> None:
     tok = registry.resolve(REF).tokenizer
     case = data.draw(cases(tok))
     want = expected(tok, case.generated, case.stops, prompt=case.prompt, include=case.include)

@@ -1,5 +1,6 @@
-"""The C scanners of format v2 pre-tokenizer chains (service/store/chains.py) against the Python
-steps they replace (service/bpe/textsteps.py, the `regex` module) and against Hugging Face
+"""The C scanners of format v2 pre-tokenizer chains (service/store/formats/chains.py) against the
+Python
+steps they replace (service/bpe/pipeline/textsteps.py, the `regex` module) and against Hugging Face
 `tokenizers` running the same steps, on generated text and on every corpus in tests/data; and a
 v2 tokenizer's ids with the scanner equal its ids through the Python steps."""
 
@@ -13,14 +14,15 @@ from hypothesis import strategies as st
 from tokenizers import Regex, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
-from service.bpe import native, textsteps
-from service.bpe.textsteps import PreTokenize
+from service.bpe.engine import native
+from service.bpe.pipeline import textsteps
+from service.bpe.pipeline.textsteps import PreTokenize
 from service.settings import BUNDLED_STORE
-from service.store.fileformat import parse
-from service.store.pipelinebuild import _pre_tokenizer
-from service.store.presets import LLAMA3_PATTERN
+from service.store.formats.presets import LLAMA3_PATTERN
+from service.store.formats.tokenizer import parse
+from service.store.pipeline.build import _pre_tokenizer
 from service.store.registry import Registry
-from tests.testdata import CORPUS_NAMES, corpus_text, vocab_file
+from tests.support.testdata import CORPUS_NAMES, corpus_text, vocab_file
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine is not built")
 
@@ -29,13 +31,59 @@ pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine 
 # character after its end (U+9FA6), ASCII punctuation before letters, every kind of whitespace
 # run, emoji with ZWJ, combining marks, format and control characters, unassigned code points
 pieces = st.sampled_from(
-    ["   ", "\t\t", "\n\n", " \r\n ", "\r", "\u3000", "\u00a0", "\x85", "\u2028", "12345678",
-     "٣٤٥٦", "½", "中文汉字", "\u9fa5\u9fa6", "ひらがな", "カタカナ", "・", "ー", "\u3099",
-     "\u309b", "\u3040", "한국어", "👨\u200d👩\u200d👧", "👍🏽", "e\u0301\u0302", "\u0301",
-     "é", "\u0378", "\U000e0fff", "\U0010fffe", "\U000e0001", "\x00", "\x01", "\u200b", "▁",
-     "<0x41>", "'s", "'LL", ",abc", "-x", "$", "^_", "~", "Hello", " world", "!!!", " !",
-     "a" * 30, "ǅ", "\ue000"]
-)  # fmt: skip
+    [
+        "   ",
+        "\t\t",
+        "\n\n",
+        " \r\n ",
+        "\r",
+        "\u3000",
+        "\u00a0",
+        "\x85",
+        "\u2028",
+        "12345678",
+        "٣٤٥٦",
+        "½",
+        "中文汉字",
+        "\u9fa5\u9fa6",
+        "ひらがな",
+        "カタカナ",
+        "・",
+        "ー",
+        "\u3099",
+        "\u309b",
+        "\u3040",
+        "한국어",
+        "👨\u200d👩\u200d👧",
+        "👍🏽",
+        "e\u0301\u0302",
+        "\u0301",
+        "é",
+        "\u0378",
+        "\U000e0fff",
+        "\U0010fffe",
+        "\U000e0001",
+        "\x00",
+        "\x01",
+        "\u200b",
+        "▁",
+        "<0x41>",
+        "'s",
+        "'LL",
+        ",abc",
+        "-x",
+        "$",
+        "^_",
+        "~",
+        "Hello",
+        " world",
+        "!!!",
+        " !",
+        "a" * 30,
+        "ǅ",
+        "\ue000",
+    ]
+)
 # any code point (the scanners' classes and Hugging Face's Oniguruma are both Unicode 16)
 any_text = st.lists(
     st.one_of(st.text(st.characters(exclude_categories=("Cs",)), max_size=10), pieces),
@@ -108,8 +156,9 @@ def test_the_scanner_on_every_corpus(scanner: str, corpus: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v4"])
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=assigned_text)
 def test_a_tokenizer_with_its_scanner_gives_the_python_steps_ids(
     registry: Registry, name: str, text: str

@@ -12,11 +12,13 @@ from tests.property.test_roundtrip import SHIPPED, assigned_texts
 
 
 @pytest.mark.parametrize("ref", SHIPPED)
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=assigned_texts)
-def test_fast_engine_equals_reference(registry: Registry, reference: Registry, piece_cache: int,
-                                      ref: str, text: str) -> None:  # fmt: skip
+def test_fast_engine_equals_reference(
+    registry: Registry, reference: Registry, piece_cache: int, ref: str, text: str
+) -> None:
     """Three times: with the native piece cache on, the third pass is answered from it."""
     fast, ref_tok = registry.resolve(ref).tokenizer, reference.resolve(ref).tokenizer
     ids = ref_tok.encode(text, disallowed_special=frozenset())

@@ -1,6 +1,7 @@
 """The constructions of Gemma 3 (SentencePiece-style BPE with byte fallback, `▁`, a Strip
 decoder) and Llama 3 (`ignore_merges` on tiktoken-converted merges), built with Hugging Face
-`tokenizers` (tests/unit/test_hf_pipeline.py), against that reference on generated text with both
+`tokenizers` (tests/unit/store/test_hf_pipeline.py), against that reference on generated text with
+both
 engines; their streams equal their full decodes."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tokenizers import Tokenizer
 
 from service.bpe import StreamDecoder
 from tests.property.test_hf_families import texts
-from tests.unit.test_hf_pipeline import sentencepiece_bpe, served, tiktoken_converted
+from tests.unit.store.test_hf_pipeline import sentencepiece_bpe, served, tiktoken_converted
 
 BUILDERS: dict[str, Callable[[], Tokenizer]] = {
     "gemma-construction": sentencepiece_bpe,

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe import StreamDecoder
 from service.store.registry import Registry
-from tests.testdata import vocab_file
+from tests.support.testdata import vocab_file
 
 FAMILIES = {
     "deepseek-v3": "deepseek_v3_tokenizer.json",
@@ -23,12 +23,39 @@ FAMILIES = {
 # ZWJ and skin tones, combining marks, unassigned code points, NUL, `▁` and `<0x41>` typed as
 # text, and the families' own special-token literals
 pieces = st.sampled_from(
-    ["   ", "\t\t", "\n\n", " \r\n ", "\u3000", "12345678", "٣٤", "中文汉字", "ひらがな",
-     "カタカナ", "한국어", "👨\u200d👩\u200d👧", "👍🏽", "e\u0301\u0302", "é", "\u0378",
-     "\U000e0fff", "\U0010fffe", "\x00", "▁", "▁▁x", "<0x41>", "'s",
-     "<\uff5cbegin▁of▁sentence\uff5c>", "<\uff5cend▁of▁sentence\uff5c>", "<think>",
-     "Hello", " world", "!!!", "a" * 30]
-)  # fmt: skip
+    [
+        "   ",
+        "\t\t",
+        "\n\n",
+        " \r\n ",
+        "\u3000",
+        "12345678",
+        "٣٤",
+        "中文汉字",
+        "ひらがな",
+        "カタカナ",
+        "한국어",
+        "👨\u200d👩\u200d👧",
+        "👍🏽",
+        "e\u0301\u0302",
+        "é",
+        "\u0378",
+        "\U000e0fff",
+        "\U0010fffe",
+        "\x00",
+        "▁",
+        "▁▁x",
+        "<0x41>",
+        "'s",
+        "<\uff5cbegin▁of▁sentence\uff5c>",
+        "<\uff5cend▁of▁sentence\uff5c>",
+        "<think>",
+        "Hello",
+        " world",
+        "!!!",
+        "a" * 30,
+    ]
+)
 # Generated characters are the ones assigned by Unicode 14 (this Python's tables) plus the
 # unassigned ones listed above: which characters are letters comes from each regex engine's own
 # tables, the `regex` module's Unicode 17 and the reference's older Oniguruma (U+3D000 is a letter

@@ -15,22 +15,30 @@ from hypothesis import strategies as st
 from service.bpe import train
 from service.errors import StoreError
 from service.runtime import engine_factory
-from service.store.fileformat import TokenizerFile
+from service.store.formats.tokenizer import TokenizerFile
 from service.store.loader import load_store
 from service.store.manifest import MANIFEST, add_to_store
 
 SAMPLE = "Fuzzing the loader: 中文, émoji 🙂, code() and <|end|>."
-SETTINGS = settings(max_examples=300, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SETTINGS = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("pristine")
-    model = train([Path(__file__).read_text("utf-8") * 2], 400, r" ?\w+| ?[^\w\s]+|\s+",
-                  ["<|end|>"])  # fmt: skip
-    tf = TokenizerFile(name="fuzz", version="1", rule="pairs", pattern=model.pattern,
-                       special_tokens=model.special_tokens, merges=model.merges)  # fmt: skip
+    model = train(
+        [Path(__file__).read_text("utf-8") * 2], 400, r" ?\w+| ?[^\w\s]+|\s+", ["<|end|>"]
+    )
+    tf = TokenizerFile(
+        name="fuzz",
+        version="1",
+        rule="pairs",
+        pattern=model.pattern,
+        special_tokens=model.special_tokens,
+        merges=model.merges,
+    )
     add_to_store(store, tf)
     return store
 
@@ -46,10 +54,14 @@ def ids(store: Path) -> list[int] | None:
 
 
 mutations = st.lists(
-    st.tuples(st.floats(0, 1, exclude_max=True), st.sampled_from(["flip", "delete", "insert"]),
-              st.integers(0, 255)),
-    min_size=1, max_size=4,
-)  # fmt: skip
+    st.tuples(
+        st.floats(0, 1, exclude_max=True),
+        st.sampled_from(["flip", "delete", "insert"]),
+        st.integers(0, 255),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 def mutate(data: bytes, edits: list[tuple[float, str, int]]) -> bytes:
@@ -96,8 +108,9 @@ def test_a_mutated_tokenizer_file(
 
 @SETTINGS
 @given(edits=mutations)
-def test_a_mutated_manifest(pristine: Path, tmp_path: Path,
-                            edits: list[tuple[float, str, int]]) -> None:  # fmt: skip
+def test_a_mutated_manifest(
+    pristine: Path, tmp_path: Path, edits: list[tuple[float, str, int]]
+) -> None:
     store = tmp_path / f"m{abs(hash(tuple(edits)))}"
     shutil.copytree(pristine, store)
     manifest = store / MANIFEST

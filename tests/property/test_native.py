@@ -11,15 +11,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.bpe import PythonEngine
-from service.bpe.native import NativeEngine
+from service.bpe.engine.native import NativeEngine
 from service.bpe.vocab import Vocabulary
 from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 from tests.property.test_roundtrip import SHIPPED, pieces
 
 any_char = st.characters(exclude_categories=("Cs",))
-boundary = st.sampled_from([" ", "\n", "\r\n", "\t", "'", "'s", "'LL", "1", "A", "a", "\u0301",
-                            "\u00a0", "/", "é", "中", "😀", "\u3000", "ǅ"])  # fmt: skip
+boundary = st.sampled_from(
+    [
+        " ",
+        "\n",
+        "\r\n",
+        "\t",
+        "'",
+        "'s",
+        "'LL",
+        "1",
+        "A",
+        "a",
+        "\u0301",
+        "\u00a0",
+        "/",
+        "é",
+        "中",
+        "😀",
+        "\u3000",
+        "ǅ",
+    ]
+)
 runs = st.tuples(st.one_of(boundary, any_char), st.integers(1, 600)).map(lambda t: t[0] * t[1])
 texts = st.lists(
     st.one_of(
@@ -37,8 +57,9 @@ assigned = st.lists(
     ),
     max_size=8,
 ).map("".join)
-SLOW_FIXTURES = settings(max_examples=150, deadline=None,
-                         suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SLOW_FIXTURES = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.mark.parametrize("name", sorted(TIKTOKEN_SOURCES))
@@ -171,8 +192,10 @@ def test_pieces_of_one_call_share_its_memo_of_pairs(data: st.DataObject, alphabe
 
 # Han characters: common ones (two-character tokens, pairs that recur) and rare ones (split into
 # byte tokens); runs of them are the long pieces of Chinese text
-han = st.one_of(st.sampled_from("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年"),
-                st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF))  # fmt: skip
+han = st.one_of(
+    st.sampled_from("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年"),
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+)
 between = st.sampled_from(["", "\uff0c", "。", " ", "\n"])
 han_runs = st.lists(st.tuples(st.text(han, min_size=1, max_size=400), between), max_size=12).map(
     lambda runs: "".join(a + b for a, b in runs)

@@ -1,4 +1,5 @@
-"""service.bpe.normalforms.normalize gives exactly `unicodedata.normalize` for every form, through
+"""service.bpe.pipeline.normal_forms.normalize gives exactly `unicodedata.normalize` for every
+form, through
 the native scan of spans (NFC, NFKC) and through the line-by-line way (the fallback, and NFD,
 NFKD): texts of line feeds, ASCII, precomposed and decomposed letters, combining marks (also
 right after a line feed, and out of canonical order), Hangul syllables and jamo, Devanagari with
@@ -16,29 +17,84 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe import PythonEngine, Tokenizer, Vocabulary, native, normalforms, textsteps
-from service.bpe.normalforms import Form, by_lines, normalize
+from service.bpe import PythonEngine, Tokenizer, Vocabulary
+from service.bpe.engine import native
+from service.bpe.pipeline import normal_forms, textsteps
+from service.bpe.pipeline.normal_forms import Form, by_lines, normalize
 
 FORMS: list[Form] = ["NFC", "NFKC", "NFD", "NFKD"]
 COMPOSED: list[Form] = ["NFC", "NFKC"]
 ALPHABET = [
-    "\n", "\r", " ", "a", "e", "A", "1", "\u00a0", "\u00aa", "\u00e9", "\u00ff",  # Latin-1
-    "é", "e\u0301", "\u0301", "\u0327", "\u0323", "\u0302", "\u0316",  # marks, classes 230/202/220
-    "\u0340", "\u0344", "\u0f73", "\u0f71", "\u0f72",  # singleton, non-starter decompositions
-    "가", "각", "\u1100", "\u1161", "\u11a8", "\u3131", "\u314f",  # Hangul syllables, jamo
-    "क", "न", "\u093c", "क़", "ऩ", "ि", "\u094d",  # Devanagari: nukta, an excluded and a
-    "\u0b47", "\u0b3e", "\u0b57", "\u0cc6", "\u0cc2", "\u0cd5",  # primary composite; vowels
-    "\ufb01", "\u2460", "\uff21", "\u2126", "\u212b", "\uff76", "\uff9e",  # compatibility,
-    "\u3099", "\u309b", "\u304b", "\u0654", "\u06d5", "\u0627",  # singletons; kana and Arabic
-    "\U0001d15e", "\U0001d165", "\U00011099", "\U000110ba", "\U0002f800", "😀",  # astral
-]  # fmt: skip
+    "\n",
+    "\r",
+    " ",
+    "a",
+    "e",
+    "A",
+    "1",
+    "\u00a0",
+    "\u00aa",
+    "\u00e9",
+    "\u00ff",  # Latin-1
+    "é",
+    "e\u0301",
+    "\u0301",
+    "\u0327",
+    "\u0323",
+    "\u0302",
+    "\u0316",  # marks, classes 230/202/220
+    "\u0340",
+    "\u0344",
+    "\u0f73",
+    "\u0f71",
+    "\u0f72",  # singleton, non-starter decompositions
+    "가",
+    "각",
+    "\u1100",
+    "\u1161",
+    "\u11a8",
+    "\u3131",
+    "\u314f",  # Hangul syllables, jamo
+    "क",
+    "न",
+    "\u093c",
+    "क़",
+    "ऩ",
+    "ि",
+    "\u094d",  # Devanagari: nukta, an excluded and a
+    "\u0b47",
+    "\u0b3e",
+    "\u0b57",
+    "\u0cc6",
+    "\u0cc2",
+    "\u0cd5",  # primary composite; vowels
+    "\ufb01",
+    "\u2460",
+    "\uff21",
+    "\u2126",
+    "\u212b",
+    "\uff76",
+    "\uff9e",  # compatibility,
+    "\u3099",
+    "\u309b",
+    "\u304b",
+    "\u0654",
+    "\u06d5",
+    "\u0627",  # singletons; kana and Arabic
+    "\U0001d15e",
+    "\U0001d165",
+    "\U00011099",
+    "\U000110ba",
+    "\U0002f800",
+    "😀",  # astral
+]
 TEXTS = st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join)
-native_only = pytest.mark.skipif(normalforms.SPANS is None, reason="no native scan of spans")
+native_only = pytest.mark.skipif(normal_forms.SPANS is None, reason="no native scan of spans")
 
 
 def test_the_native_scan_is_used_where_built() -> None:
     if native.AVAILABLE:
-        assert normalforms.SPANS is not None, "native tables of another Unicode version"
+        assert normal_forms.SPANS is not None, "native tables of another Unicode version"
 
 
 @settings(max_examples=400, deadline=None)
@@ -68,8 +124,8 @@ def test_lines_long_enough_to_be_normalized_one_by_one(text: str, form: Form) ->
 @settings(max_examples=400, deadline=None)
 @given(TEXTS, st.sampled_from(COMPOSED))
 def test_spans_start_and_end_where_the_text_may_be_cut(text: str, form: Form) -> None:
-    assert normalforms.SPANS is not None
-    parts = normalforms.SPANS(form, text)
+    assert normal_forms.SPANS is not None
+    parts = normal_forms.SPANS(form, text)
     if parts is None:
         assert unicodedata.is_normalized(form, text)
         return
@@ -139,9 +195,9 @@ def test_a_text_of_dense_spans_is_normalized_whole(period: int, whole: bool) -> 
     """A span costs a call: more than one span per 32 characters and the scan gives the whole
     text as one span (a composing mark every 12 characters cost twice the whole normalization,
     span by span)."""
-    assert normalforms.SPANS is not None
+    assert normal_forms.SPANS is not None
     text = ("a\u0301" + "x" * (period - 2)) * (100_000 // period)
-    parts = normalforms.SPANS("NFC", text)
+    parts = normal_forms.SPANS("NFC", text)
     assert parts is not None
     assert (parts == ["", text, ""]) is whole
     assert len(parts) == (3 if whole else 2 * (100_000 // period) + 1)
@@ -150,27 +206,27 @@ def test_a_text_of_dense_spans_is_normalized_whole(period: int, whole: bool) -> 
 
 @native_only
 def test_a_text_of_another_form_is_refused_by_the_scan() -> None:
-    assert normalforms.SPANS is not None
+    assert normal_forms.SPANS is not None
     with pytest.raises(ValueError, match="NFC or NFKC"):
-        normalforms.SPANS("NFD", "e\u0301")
+        normal_forms.SPANS("NFD", "e\u0301")
 
 
 def test_tables_of_another_unicode_version_are_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(unicodedata, "unidata_version", "0.0.0")
     try:
-        importlib.reload(normalforms)
-        assert normalforms.SPANS is None
-        assert normalforms.normalize("NFC", "न\u093c") == "\u0929"
+        importlib.reload(normal_forms)
+        assert normal_forms.SPANS is None
+        assert normal_forms.normalize("NFC", "न\u093c") == "\u0929"
     finally:
         monkeypatch.undo()
-        importlib.reload(normalforms)
-    assert (normalforms.SPANS is not None) == native.AVAILABLE
+        importlib.reload(normal_forms)
+    assert (normal_forms.SPANS is not None) == native.AVAILABLE
 
 
 MARKS = [c for c in ALPHABET if len(c) == 1 and (unicodedata.combining(c) or c in "\u0f73\uff9e")]
 LONG_RUNS = st.tuples(
     st.sampled_from(["a", "e", "\u0915", "\u1100", "가", "\uff76", "\u0627"]),
-    st.lists(st.sampled_from(MARKS), min_size=normalforms.LONG_RUN + 1, max_size=200),
+    st.lists(st.sampled_from(MARKS), min_size=normal_forms.LONG_RUN + 1, max_size=200),
     st.sampled_from(["", "a", "\u1161", "b\u0301"]),
 ).map(lambda t: t[0] + "".join(t[1]) + t[2])
 
@@ -186,8 +242,8 @@ def test_long_runs_of_marks_ordered_here_give_unicodedatas_string(text: str, for
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LONG_RUNS | TEXTS, max_size=4).map("".join), st.sampled_from(COMPOSED))
 def test_ordered_is_the_full_decomposition_in_canonical_order(text: str, form: Form) -> None:
-    decomposed = unicodedata.normalize(normalforms.DECOMPOSED[form], text)
-    assert normalforms.ordered(form, text) == decomposed
+    decomposed = unicodedata.normalize(normal_forms.DECOMPOSED[form], text)
+    assert normal_forms.ordered(form, text) == decomposed
 
 
 @native_only
@@ -207,15 +263,15 @@ def test_a_long_run_of_marks_out_of_order_is_ordered_here(
     in one call, the worker's event loop blocked): a long run is ordered here first, which gives
     the same string. (U+FF9E is a boundary of NFC, a mark only under NFKC.)"""
     long_run = form == "NFKC" or not text.startswith("\uff76")
-    assert (native._native.normal_longest_run(form, text) > normalforms.LONG_RUN) is long_run
+    assert (native._native.normal_longest_run(form, text) > normal_forms.LONG_RUN) is long_run
     ordered_here: list[int] = []
-    real = normalforms.ordered
+    real = normal_forms.ordered
 
     def recorded(f: Form, t: str) -> str:
         ordered_here.append(len(t))
         return real(f, t)
 
-    monkeypatch.setattr(normalforms, "ordered", recorded)
+    monkeypatch.setattr(normal_forms, "ordered", recorded)
     assert normalize(form, text) == unicodedata.normalize(form, text)
     assert bool(ordered_here) is long_run
 
@@ -229,14 +285,14 @@ def test_by_lines_orders_long_runs_of_marks_of_mixed_classes_as_unicodedata(
     text: str, form: Form
 ) -> None:
     assert by_lines(form, text) == unicodedata.normalize(form, text)
-    assert normalforms.in_order(form, text) == unicodedata.normalize(form, text)
+    assert normal_forms.in_order(form, text) == unicodedata.normalize(form, text)
 
 
 def unordered_run(form: Form, text: str) -> int:
     """The longest run of non-starters out of canonical order (0 if none) in the decomposition
     of `text` that `unicodedata` makes for `form` (what its insertion sort then orders)."""
     longest, run = 0, ""
-    for c in text.translate(normalforms.decompositions(normalforms.DECOMPOSED[form])) + "a":
+    for c in text.translate(normal_forms.decompositions(normal_forms.DECOMPOSED[form])) + "a":
         if unicodedata.combining(c):
             run += c
             continue
@@ -269,11 +325,11 @@ def test_without_the_extension_unicodedata_never_orders_a_long_run(
         given_to_unicodedata.append(unordered_run(f, t))
         return real(f, t)
 
-    normalforms.prepare(form)  # its tables call unicodedata.normalize for each code point
-    monkeypatch.setattr(normalforms, "SPANS", None)
+    normal_forms.prepare(form)  # its tables call unicodedata.normalize for each code point
+    monkeypatch.setattr(normal_forms, "SPANS", None)
     monkeypatch.setattr(unicodedata, "normalize", recorded)
     assert normalize(form, text) == expected
-    assert max(given_to_unicodedata, default=0) <= normalforms.LONG_RUN, given_to_unicodedata
+    assert max(given_to_unicodedata, default=0) <= normal_forms.LONG_RUN, given_to_unicodedata
 
 
 @pytest.mark.parametrize(
@@ -286,8 +342,8 @@ def test_a_tokenizer_that_normalizes_makes_the_tables_as_it_loads(
     thread), not by the first request that meets a long run (on the event loop for a small one:
     ~0.1-0.2 s); by spans (the extension), `mark_runs` is not needed and not made."""
     if not spans:
-        monkeypatch.setattr(normalforms, "SPANS", None)
-    made = [normalforms.decompositions, normalforms.mark_runs]
+        monkeypatch.setattr(normal_forms, "SPANS", None)
+    made = [normal_forms.decompositions, normal_forms.mark_runs]
     for table in made:
         table.cache_clear()
     vocab = Vocabulary.build("pairs", [(104, 105, 256)])

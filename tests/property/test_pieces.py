@@ -8,7 +8,7 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe.pieces import offsets, pieces
+from service.bpe.text.pieces import offsets, pieces
 from service.store.registry import Registry
 
 TEXTS = st.lists(
@@ -19,8 +19,11 @@ TEXTS = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=TEXTS, name=st.sampled_from(["cl100k_base", "o200k_base", "gpt2"]),
-       unit=st.sampled_from(["codepoints", "utf16"]))  # fmt: skip
+@given(
+    text=TEXTS,
+    name=st.sampled_from(["cl100k_base", "o200k_base", "gpt2"]),
+    unit=st.sampled_from(["codepoints", "utf16"]),
+)
 def test_pieces_and_offsets(registry: Registry, text: str, name: str, unit: str) -> None:
     tok = registry.resolve(name).tokenizer
     ids = tok.encode_ordinary(text)

@@ -11,15 +11,46 @@ from hypothesis import strategies as st
 from service.store.registry import Registry
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
 
-SHIPPED = ["bard@1", "bard@2", "cl100k_base", "gpt2", "o200k_base", "p50k_base", "qwen2", "qwen3",
-           "qwen3.6", "phi-4", "tekken"]  # fmt: skip
+SHIPPED = [
+    "bard@1",
+    "bard@2",
+    "cl100k_base",
+    "gpt2",
+    "o200k_base",
+    "p50k_base",
+    "qwen2",
+    "qwen3",
+    "qwen3.6",
+    "phi-4",
+    "tekken",
+]
 
 # text rich in what breaks tokenizers: emoji (ZWJ, skin tones), both forms of accented letters,
 # control characters, CJK, Devanagari, digits, whitespace runs, and special-token literals
 pieces = st.sampled_from(
-    ["😀", "👩‍👩‍👧", "👍🏽", "é", "e\u0301", "\x00", "\x1b", "\r\n", "   ", "\t", "中文", "日本語",
-     "हिन्दी", "12345", "'s", "<|endoftext|>", "<|im_start|>", "<think>", "\ufeff", "\U0010ffff"]
-)  # fmt: skip
+    [
+        "😀",
+        "👩‍👩‍👧",
+        "👍🏽",
+        "é",
+        "e\u0301",
+        "\x00",
+        "\x1b",
+        "\r\n",
+        "   ",
+        "\t",
+        "中文",
+        "日本語",
+        "हिन्दी",
+        "12345",
+        "'s",
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<think>",
+        "\ufeff",
+        "\U0010ffff",
+    ]
+)
 texts = st.lists(st.one_of(st.text(max_size=12), pieces), max_size=12).map("".join)
 # Characters assigned by Unicode 14 (this Python's tables). Which characters are letters is read
 # from each regex engine's own Unicode tables: the reference's `regex` module knows Unicode 17

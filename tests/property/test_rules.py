@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from service.bpe import Vocabulary, train
 from service.bpe.merge import merge_pairs, merge_ranks
 from service.store.engines import default_engine
-from tests.oracle import naive_pairs, naive_ranks, naive_train
+from tests.support.oracle import naive_pairs, naive_ranks, naive_train
 
 ALPHABET = b"abcde"
 
@@ -59,10 +59,16 @@ def vocabularies(draw: st.DrawFn) -> Vocabulary:
     """A random `pairs` vocabulary: a merge table as above, and sometimes tokens no merge makes
     (format v2's `tokens`: of one to three bytes, maybe the bytes of another token)."""
     merges, _ = draw(merge_tables())
-    extra = draw(st.dictionaries(st.integers(400, 420), st.binary(min_size=1, max_size=3).map(
-        lambda b: bytes(ALPHABET[x % 5] for x in b)), max_size=2))  # fmt: skip
-    return Vocabulary.build("pairs", [(a, b, new) for (a, b), new in merges.items()],
-                            extra_tokens=extra)  # fmt: skip
+    extra = draw(
+        st.dictionaries(
+            st.integers(400, 420),
+            st.binary(min_size=1, max_size=3).map(lambda b: bytes(ALPHABET[x % 5] for x in b)),
+            max_size=2,
+        )
+    )
+    return Vocabulary.build(
+        "pairs", [(a, b, new) for (a, b), new in merges.items()], extra_tokens=extra
+    )
 
 
 @settings(max_examples=1500, deadline=None)

@@ -15,11 +15,12 @@ from service.errors import UndecodableBytesError
 from service.store.registry import Registry
 from tests.integration.rawhttp import NdjsonStream
 from tests.property.test_stream_chunks import chunked, id_streams
-from tests.serverproc import Server
+from tests.support.server import Server
 
 REF = "qwen3"
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def one_shot(tok: Tokenizer, ids: list[int], errors: str) -> str | None:
@@ -83,8 +84,9 @@ def via_step(server: Server, chunks: list[list[int]], errors: str) -> str | None
 
 @SETTINGS
 @given(data=st.data())
-def test_every_form_equals_the_one_shot_decode(server: Server, registry: Registry,
-                                               data: st.DataObject) -> None:  # fmt: skip
+def test_every_form_equals_the_one_shot_decode(
+    server: Server, registry: Registry, data: st.DataObject
+) -> None:
     tok = registry.resolve(REF).tokenizer
     ids = data.draw(id_streams(tok))
     chunks = chunked(ids, data.draw(st.lists(st.integers(0, 10_000), max_size=6)))

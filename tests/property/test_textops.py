@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.bpe.deadline import Deadline
-from service.bpe.textops import chunk, truncate
+from service.bpe.text.budgets import chunk, truncate
 from service.errors import InputError, LimitExceededError, WorkStoppedError
 from service.store.registry import Registry
 
@@ -19,8 +19,12 @@ TEXTS = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=TEXTS, max_tokens=st.integers(0, 40), keep=st.sampled_from(["start", "end"]),
-       name=st.sampled_from(["cl100k_base", "o200k_base", "qwen3"]))  # fmt: skip
+@given(
+    text=TEXTS,
+    max_tokens=st.integers(0, 40),
+    keep=st.sampled_from(["start", "end"]),
+    name=st.sampled_from(["cl100k_base", "o200k_base", "qwen3"]),
+)
 def test_truncate(registry: Registry, text: str, max_tokens: int, keep: str, name: str) -> None:
     tok = registry.resolve(name).tokenizer
 
@@ -42,8 +46,12 @@ def test_truncate(registry: Registry, text: str, max_tokens: int, keep: str, nam
 
 
 @settings(max_examples=100, deadline=None)
-@given(text=TEXTS, max_tokens=st.integers(4, 30), overlap=st.integers(0, 3),
-       name=st.sampled_from(["cl100k_base", "qwen3"]))  # fmt: skip
+@given(
+    text=TEXTS,
+    max_tokens=st.integers(4, 30),
+    overlap=st.integers(0, 3),
+    name=st.sampled_from(["cl100k_base", "qwen3"]),
+)
 def test_chunk(registry: Registry, text: str, max_tokens: int, overlap: int, name: str) -> None:
     tok = registry.resolve(name).tokenizer
     chunks = chunk(tok, text, max_tokens, overlap)
@@ -66,10 +74,15 @@ def _fits_up_to(counts: list[int], limit: int) -> int:
 
 
 @settings(max_examples=100, deadline=None)
-@given(text=TEXTS, max_tokens=st.integers(1, 12), overlap=st.integers(0, 3),
-       name=st.sampled_from(["cl100k_base", "o200k_base", "qwen3"]))  # fmt: skip
-def test_against_a_brute_force_reference(registry: Registry, text: str, max_tokens: int,
-                                         overlap: int, name: str) -> None:  # fmt: skip
+@given(
+    text=TEXTS,
+    max_tokens=st.integers(1, 12),
+    overlap=st.integers(0, 3),
+    name=st.sampled_from(["cl100k_base", "o200k_base", "qwen3"]),
+)
+def test_against_a_brute_force_reference(
+    registry: Registry, text: str, max_tokens: int, overlap: int, name: str
+) -> None:
     """Every cut is at least as long as the brute force's (every prefix up to it counted), and
     one more character does not fit (issue 23, high 5: one encode and a walk, not a search of
     counts from scratch; the answer is still exact)."""

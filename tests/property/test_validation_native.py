@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.bpe import native
+from service.bpe.engine import native
 from service.store import validation
-from service.store.fileformat import TokenizerFile
+from service.store.formats.tokenizer import TokenizerFile
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native extension is not built")
 
@@ -30,9 +30,18 @@ def merge_lists(draw: st.DrawFn) -> Case:
         byte_ids = draw(st.permutations(byte_ids))
     extra: list[tuple[int, str]] = []
     if rule == "ranks" and draw(st.booleans()):
-        extra = [(tid, bytes(data).hex()) for tid, data in draw(st.lists(
-            st.tuples(st.integers(256, 300), st.lists(st.integers(0, 255), min_size=2, max_size=3)),
-            max_size=3, unique_by=lambda t: t[0]))]  # fmt: skip
+        extra = [
+            (tid, bytes(data).hex())
+            for tid, data in draw(
+                st.lists(
+                    st.tuples(
+                        st.integers(256, 300), st.lists(st.integers(0, 255), min_size=2, max_size=3)
+                    ),
+                    max_size=3,
+                    unique_by=lambda t: t[0],
+                )
+            )
+        ]
     merges: list[tuple[int, int, int]] = []
     next_id = 301 if extra else 256
     for _ in range(draw(st.integers(0, 40))):
@@ -67,8 +76,15 @@ def reference(tf: TokenizerFile) -> dict[int, bytes] | str:
 @given(merge_lists())
 def test_c_verifies_exactly_what_the_reference_accepts(case: Case) -> None:
     rule, byte_ids, extra, merges = case
-    tf = TokenizerFile(name="t", version="1", rule=rule, pattern=None,  # type: ignore[arg-type]
-                       byte_ids=byte_ids, tokens=extra, merges=merges)  # fmt: skip
+    tf = TokenizerFile(
+        name="t",
+        version="1",
+        rule=rule,
+        pattern=None,  # type: ignore[arg-type]
+        byte_ids=byte_ids,
+        tokens=extra,
+        merges=merges,
+    )
     if rule == "pairs" and extra:
         return
     seed = validation._check_byte_ids(tf)

@@ -10,19 +10,19 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe import PythonEngine
-from service.bpe.native import NativeEngine
+from service.bpe.engine.native import NativeEngine
 from service.runtime import engine_factory
-from service.store.fileformat import TokenizerFile
-from service.store.importers import import_files
+from service.store.formats.presets import PRESETS
+from service.store.formats.tokenizer import TokenizerFile
+from service.store.importers.imports import import_files
+from service.store.importers.sources import Naming
 from service.store.loader import load_store
 from service.store.manifest import add_to_store
-from service.store.presets import PRESETS
 from service.store.registry import Registry
-from service.store.sources import Naming
 from tests.conftest import TIKTOKEN_SOURCES, tiktoken_oracle
-from tests.testdata import CORPUS_NAMES as CORPORA
-from tests.testdata import corpus_text as text_of
-from tests.testdata import vocab_bytes, vocab_file
+from tests.support.testdata import CORPUS_NAMES as CORPORA
+from tests.support.testdata import corpus_text as text_of
+from tests.support.testdata import vocab_bytes, vocab_file
 
 
 @pytest.mark.parametrize("engine", ["registry", "reference"])
@@ -81,7 +81,7 @@ def test_nonspecial_tokens_are_the_added_tokens_tokenizer_json_marks_not_special
         tok = registry.resolve(ref).tokenizer
         assert {t for t, i in tok.special_tokens.items() if i not in tok.skipped_ids} == want
         # the v1 import (a pattern chosen), as the bundled qwen files were made; a v2 import
-        # keeps the flags on its added tokens instead (tests/unit/test_hf_pipeline.py)
+        # keeps the flags on its added tokens instead (tests/unit/store/test_hf_pipeline.py)
         v1 = import_files("hf", [vocab_file(name)], naming, pattern="qwen2")
         assert set(v1.nonspecial_tokens) == want
         if ref == "qwen3":
@@ -118,8 +118,13 @@ def test_engine_choice(registry: Registry, reference: Registry, tmp_path: Path) 
     for t in reference:
         assert isinstance(t.tokenizer.engine, PythonEngine)
     # not self-consistent: the pairs rule itself (not lowest-rank bytes) runs natively
-    odd = TokenizerFile(name="odd", version="1", rule="pairs", pattern=r"\w+|\W+",
-                        merges=[(98, 99, 256), (97, 98, 257), (257, 99, 258)])  # fmt: skip
+    odd = TokenizerFile(
+        name="odd",
+        version="1",
+        rule="pairs",
+        pattern=r"\w+|\W+",
+        merges=[(98, 99, 256), (97, 98, 257), (257, 99, 258)],
+    )
     add_to_store(tmp_path, odd)
     loaded = load_store(tmp_path, engine_factory("auto")).resolve("odd")
     assert not loaded.self_consistent and isinstance(loaded.tokenizer.engine, NativeEngine)
@@ -128,8 +133,9 @@ def test_engine_choice(registry: Registry, reference: Registry, tmp_path: Path) 
 
 def test_a_custom_pattern_splits_in_python_and_merges_natively(tmp_path: Path) -> None:
     # `regex` knows \X (one grapheme per piece); no C scanner does: the regex module splits
-    tf = TokenizerFile(name="custom", version="1", rule="pairs", pattern=r"\X|\w+",
-                       merges=[(97, 98, 256)])  # fmt: skip
+    tf = TokenizerFile(
+        name="custom", version="1", rule="pairs", pattern=r"\X|\w+", merges=[(97, 98, 256)]
+    )
     add_to_store(tmp_path, tf)
     loaded = load_store(tmp_path, engine_factory("auto")).resolve("custom")
     assert isinstance(loaded.tokenizer.engine, NativeEngine)

@@ -15,20 +15,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
 
-from service.bpe.native import NativeEngine
+from service.bpe.engine.native import NativeEngine
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.importers import import_files
+from service.store.formats.presets import KIMI_PATTERN, PRESETS
+from service.store.importers.imports import import_files
+from service.store.importers.sources import Naming
 from service.store.loader import load_store
 from service.store.manifest import add_to_store
-from service.store.presets import KIMI_PATTERN, PRESETS
 from service.store.registry import Registry
-from service.store.sources import Naming
 from tests.conftest import tekken
 from tests.property.test_roundtrip import pieces
 from tests.slow.test_pretokenizer import BLOCK, code_points, segment
-from tests.testdata import CORPUS_NAMES, corpus_text, tiktoken_ranks, vocab_file
+from tests.support.testdata import CORPUS_NAMES, corpus_text, tiktoken_ranks, vocab_file
 
 TEKKEN = "tekken_240911.json"
 # Kimi K2's pat_str as tokenization_kimi.py writes it (class intersection, which tiktoken reads)
@@ -46,9 +46,16 @@ KIMI_UPSTREAM = "|".join(
         r"""\s+""",
     ]
 )
-texts = st.lists(st.one_of(st.text(max_size=12), pieces, st.sampled_from(
-    ["中文字", "々〇", "Ab中c", "\u0301中", "ǅ中'S", "x\u4e00'll", "\U00020000a", "⺀x"]
-)), max_size=12).map("".join)  # fmt: skip
+texts = st.lists(
+    st.one_of(
+        st.text(max_size=12),
+        pieces,
+        st.sampled_from(
+            ["中文字", "々〇", "Ab中c", "\u0301中", "ǅ中'S", "x\u4e00'll", "\U00020000a", "⺀x"]
+        ),
+    ),
+    max_size=12,
+).map("".join)
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -56,9 +63,12 @@ SETTINGS = settings(
 
 @cache
 def kimi_oracle(specials: tuple[tuple[str, int], ...] = ()) -> tiktoken.Encoding:
-    return tiktoken.Encoding("kimi", pat_str=KIMI_UPSTREAM,
-                             mergeable_ranks=tiktoken_ranks("cl100k_base"),
-                             special_tokens=dict(specials))  # fmt: skip
+    return tiktoken.Encoding(
+        "kimi",
+        pat_str=KIMI_UPSTREAM,
+        mergeable_ranks=tiktoken_ranks("cl100k_base"),
+        special_tokens=dict(specials),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +135,10 @@ def _tekken_file(tmp_path: Path, **changes: object) -> Path:
 def test_tekken_file_forms(tmp_path: Path) -> None:
     """A listed `special_tokens` comes first, fillers after; a later version must list them; the
     ranks 0..255 must be the single bytes; default_vocab_size cannot exceed what the file has."""
-    listed = [{"rank": 0, "token_str": "<unk>", "is_control": True},
-              {"rank": 1, "token_str": "<s>", "is_control": True}]  # fmt: skip
+    listed = [
+        {"rank": 0, "token_str": "<unk>", "is_control": True},
+        {"rank": 1, "token_str": "<s>", "is_control": True},
+    ]
     path = _tekken_file(tmp_path, special_tokens=listed)
     found = import_files("tekken", [path], Naming("t", "1"))
     assert list(found.special_tokens.items())[:3] == [("<unk>", 0), ("<s>", 1), ("<SPECIAL_2>", 2)]
@@ -196,6 +208,9 @@ def test_kimi_scanner_splits_every_code_point_as_tiktoken(imported: dict[str, Re
         cps = code_points(lo, lo + BLOCK)
         text = "".join(map(segment, cps))
         if engine.encode_ordinary(text) != oracle.encode_ordinary(text):
-            bad = next(c for c in cps if engine.encode_ordinary(segment(c)) !=
-                       oracle.encode_ordinary(segment(c)))  # fmt: skip
+            bad = next(
+                c
+                for c in cps
+                if engine.encode_ordinary(segment(c)) != oracle.encode_ordinary(segment(c))
+            )
             pytest.fail(f"U+{bad:04X} in {segment(bad)!r} splits unlike tiktoken")

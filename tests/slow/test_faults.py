@@ -21,8 +21,8 @@ from websockets.sync.client import connect
 
 from service.settings import BUNDLED_STORE
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
-from tests.testdata import all_text
+from tests.support.server import ROOT, Server, free_port, start_server, stop_server
+from tests.support.testdata import all_text
 
 
 def workers_of(pid: int) -> set[int]:
@@ -41,8 +41,11 @@ def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> N
             deadline = time.monotonic() + 30
             while not stop.is_set() and time.monotonic() < deadline:
                 try:  # a new connection each time, so both workers get requests
-                    r = httpx.post(f"{server.base}/v1/tokenizers/cl100k_base/count",
-                                   json={"text": "kill -9 " * 50}, timeout=10)  # fmt: skip
+                    r = httpx.post(
+                        f"{server.base}/v1/tokenizers/cl100k_base/count",
+                        json={"text": "kill -9 " * 50},
+                        timeout=10,
+                    )
                     results.append(r.status_code)
                 except httpx.HTTPError:
                     results.append(0)
@@ -63,8 +66,10 @@ def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> N
             for f in futures:
                 f.result()
         failed = sum(1 for code in results if code != 200)
-        print(f"\nworker {victim} killed: {len(results)} requests, {failed} failed; "
-              f"replaced by {sorted(replaced)}")  # fmt: skip
+        print(
+            f"\nworker {victim} killed: {len(results)} requests, {failed} failed; "
+            f"replaced by {sorted(replaced)}"
+        )
         assert replaced, "no replacement worker"
         assert failed <= 4  # at most the requests that were in flight on the killed worker
         assert len(results) > 100
@@ -76,16 +81,22 @@ def test_sigterm_lets_in_flight_requests_finish_and_exits_in_bounded_time() -> N
     server = start_server(1)
     text = all_text() * 9  # 4 MB: about 0.4 s of work
     with ThreadPoolExecutor(1) as pool:
-        big = pool.submit(httpx.post, f"{server.base}/v1/tokenizers/cl100k_base/count",
-                          json={"text": text}, timeout=60)  # fmt: skip
+        big = pool.submit(
+            httpx.post,
+            f"{server.base}/v1/tokenizers/cl100k_base/count",
+            json={"text": text},
+            timeout=60,
+        )
         time.sleep(0.3)  # the request is being received or worked on
         started = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
         response = big.result()
     server.process.wait(timeout=20)
     took = time.monotonic() - started
-    print(f"\nSIGTERM with a request in flight: it finished with {response.status_code}; "
-          f"the process exited with {server.process.returncode} after {took:.2f} s")  # fmt: skip
+    print(
+        f"\nSIGTERM with a request in flight: it finished with {response.status_code}; "
+        f"the process exited with {server.process.returncode} after {took:.2f} s"
+    )
     assert response.status_code == 200 and response.json()["count"] > 1_000_000
     assert server.process.returncode == 0 and took < 15
 
@@ -94,8 +105,14 @@ def test_a_store_that_loads_nothing_exits_non_zero_saying_why() -> None:
     env = {**os.environ, "TOKSVC_STORE": str(ROOT / "no-such-store")}
     for strict in ("0", "1"):
         command = [sys.executable, "-m", "service", "serve", "--port", str(free_port())]
-        done = subprocess.run(command, env={**env, "TOKSVC_STRICT": strict}, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            command,
+            env={**env, "TOKSVC_STRICT": strict},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode != 0
         assert "no-such-store/manifest.json: cannot be read" in done.stderr
         assert "no tokenizer loaded" in done.stderr
@@ -107,8 +124,14 @@ def test_a_store_that_partly_fails_to_load(tmp_path: Path) -> None:
     (store / "gpt2" / "1.json").write_bytes(b"{}")  # no longer matches its pin
     env = {**os.environ, "TOKSVC_STORE": str(store)}
     command = [sys.executable, "-m", "service", "serve", "--port", str(free_port())]
-    strict = subprocess.run(command, env={**env, "TOKSVC_STRICT": "1"}, capture_output=True,
-                            text=True, timeout=60, check=False)  # fmt: skip
+    strict = subprocess.run(
+        command,
+        env={**env, "TOKSVC_STRICT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert strict.returncode != 0
     assert "gpt2/1.json" in strict.stderr and "TOKSVC_STRICT is on" in strict.stderr
     lenient = start_server_on_bad_store(env)
@@ -116,8 +139,9 @@ def test_a_store_that_partly_fails_to_load(tmp_path: Path) -> None:
         r = httpx.get(f"{lenient.base}/readyz", timeout=5)
         assert r.status_code == 503 and "gpt2/1.json" in r.json()["failures"][0]
         assert httpx.get(f"{lenient.base}/healthz", timeout=5).status_code == 200
-        counted = httpx.post(f"{lenient.base}/v1/tokenizers/cl100k_base/count",
-                             json={"text": "hi"}, timeout=5)  # fmt: skip
+        counted = httpx.post(
+            f"{lenient.base}/v1/tokenizers/cl100k_base/count", json={"text": "hi"}, timeout=5
+        )
         assert counted.status_code == 200  # what did load is served; readiness says not all
     finally:
         stop_server(lenient)
@@ -127,8 +151,10 @@ def start_server_on_bad_store(env: dict[str, str]) -> Server:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     for _ in range(100):
         try:
@@ -160,8 +186,10 @@ def test_sigterm_flushes_and_ends_open_streams() -> None:
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
         server.process.wait(timeout=20)
         took = time.monotonic() - started
-        print(f"\nSIGTERM with an NDJSON stream and a WebSocket open: both flushed and closed, "
-              f"exit {server.process.returncode} after {took:.2f} s")  # fmt: skip
+        print(
+            f"\nSIGTERM with an NDJSON stream and a WebSocket open: both flushed and closed, "
+            f"exit {server.process.returncode} after {took:.2f} s"
+        )
         assert server.process.returncode == 0 and took < 15
     finally:
         stream.close()

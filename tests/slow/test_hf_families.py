@@ -10,9 +10,9 @@ import pytest
 from tokenizers import Tokenizer as HFTokenizer
 
 from service.store.registry import Registry
-from tests.testdata import CORPUS_NAMES as CORPORA
-from tests.testdata import corpus_text as text_of
-from tests.testdata import vocab_bytes, vocab_file
+from tests.support.testdata import CORPUS_NAMES as CORPORA
+from tests.support.testdata import corpus_text as text_of
+from tests.support.testdata import vocab_bytes, vocab_file
 
 FAMILIES = {
     "deepseek-v3": "deepseek_v3_tokenizer.json",

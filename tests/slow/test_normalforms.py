@@ -1,4 +1,5 @@
-"""service.bpe.normalforms.normalize through the native scan of spans equals `unicodedata.normalize`
+"""service.bpe.pipeline.normal_forms.normalize through the native scan of spans equals
+`unicodedata.normalize`
 (NFC, NFKC) for every code point (U+0000..U+10FFFF, surrogates excluded) in every context below:
 after a letter that composes, a leading jamo, a syllable, a mark, a nukta, a vowel jamo; before
 a mark, a vowel or trailing jamo, a nukta; and next to the code points around it. Many code
@@ -13,10 +14,10 @@ import unicodedata
 
 import pytest
 
-from service.bpe import normalforms
-from service.bpe.normalforms import Form, normalize
+from service.bpe.pipeline import normal_forms
+from service.bpe.pipeline.normal_forms import Form, normalize
 
-pytestmark = pytest.mark.skipif(normalforms.SPANS is None, reason="no native scan of spans")
+pytestmark = pytest.mark.skipif(normal_forms.SPANS is None, reason="no native scan of spans")
 
 CONTEXTS = [  # (before, after) each code point
     ("", ""),  # the code points around it

@@ -11,14 +11,21 @@ import pytest
 import regex
 from tokenizers import Tokenizer as HFTokenizer
 
-from service.bpe.native import SCANNERS, NativeEngine, split
-from service.store.presets import PATTERNS
+from service.bpe.engine.native import SCANNERS, NativeEngine, split
+from service.store.formats.presets import PATTERNS
 from service.store.registry import Registry
 from tests.conftest import tiktoken_oracle
-from tests.testdata import CORPUS_NAMES, corpus_text, vocab_file
+from tests.support.testdata import CORPUS_NAMES, corpus_text, vocab_file
 
-SCANNED = {"gpt2": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k", "qwen2": "qwen2",
-           "phi-4": "llama3", "qwen3.6": "qwen3.5", "tekken": "tekken"}  # fmt: skip
+SCANNED = {
+    "gpt2": "gpt2",
+    "cl100k_base": "cl100k",
+    "o200k_base": "o200k",
+    "qwen2": "qwen2",
+    "phi-4": "llama3",
+    "qwen3.6": "qwen3.5",
+    "tekken": "tekken",
+}
 BLOCK = 0x10000
 # the scanners of one pattern (those of v2 chains: tests/property/test_chains.py and below)
 PATTERNED = sorted(scanner for scanner in SCANNERS if scanner in PATTERNS)
@@ -61,9 +68,32 @@ def test_scanners_split_the_corpora_as_the_regex_module(scanner: str) -> None:
 @pytest.mark.parametrize("scanner", PATTERNED)
 def test_whitespace_and_suffix_corners(scanner: str) -> None:
     pattern = regex.compile(PATTERNS[scanner])
-    for text in ["", " ", "  ", "a  ", "a \n", " \n \n ", "\r\n\r\n x", "  \t\u3000b", "'s", "'S",
-                 "'\u017f", "x'LL'Ve'rE", "ABCd'm", "\u0301Ab", " \u0301AB", "1234567", "a//\n/",
-                 "??\r\n\n!", "\u00a0\u2028x", "ǅǅa", "ᾈb", "ʰʰ", "٣٤٥٦", " 😀 😀\n"]:  # fmt: skip
+    for text in [
+        "",
+        " ",
+        "  ",
+        "a  ",
+        "a \n",
+        " \n \n ",
+        "\r\n\r\n x",
+        "  \t\u3000b",
+        "'s",
+        "'S",
+        "'\u017f",
+        "x'LL'Ve'rE",
+        "ABCd'm",
+        "\u0301Ab",
+        " \u0301AB",
+        "1234567",
+        "a//\n/",
+        "??\r\n\n!",
+        "\u00a0\u2028x",
+        "ǅǅa",
+        "ᾈb",
+        "ʰʰ",
+        "٣٤٥٦",
+        " 😀 😀\n",
+    ]:
         assert split(scanner, text) == pattern.findall(text), repr(text)
 
 

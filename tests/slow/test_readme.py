@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.serverproc import Server, free_port
-from tests.testdata import corpus_text, vocab_file
+from tests.support.server import Server, free_port
+from tests.support.testdata import corpus_text, vocab_file
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text("utf-8")
@@ -80,9 +80,11 @@ def checked_script(block: str) -> tuple[str, int]:
             if node.lineno not in shown:
                 return node
             checks.append(node.lineno)
-            call = ast.Call(ast.Name("__check", ast.Load()),
-                            [node.value, ast.Constant(shown[node.lineno]),
-                             ast.Constant(node.lineno)], [])  # fmt: skip
+            call = ast.Call(
+                ast.Name("__check", ast.Load()),
+                [node.value, ast.Constant(shown[node.lineno]), ast.Constant(node.lineno)],
+                [],
+            )
             return ast.copy_location(ast.Expr(call), node)
 
     tree = ast.fix_missing_locations(Checks().visit(ast.parse(block)))
@@ -101,8 +103,15 @@ def check_python(title: str, cwd: Path, env: dict[str, str], base: str | None = 
         script, n = checked_script(block)
         if base is not None:
             script = script.replace("http://127.0.0.1:8000", base)
-        done = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, f"{block}\n{done.stderr}"
         checked += n
     return checked
@@ -115,8 +124,15 @@ def environment(tmp: Path) -> dict[str, str]:
 
 
 def run(command: str, cwd: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -125,9 +141,13 @@ def serve_and_stop(command: str, cwd: Path, env: dict[str, str]) -> None:
     port = free_port()
     # bash passes SIGTERM on to the command and exits with the command's status
     script = f"trap 'kill -TERM $pid; wait $pid; exit $?' TERM; {command} & pid=$!; wait $pid"
-    process = subprocess.Popen(["bash", "-c", script], cwd=cwd,
-                               env={**env, "TOKSVC_PORT": str(port)}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env={**env, "TOKSVC_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 90
         status = 0

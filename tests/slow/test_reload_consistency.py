@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.serverproc import Server, start_server, stop_server
 from tests.slow.test_faults import workers_of
 from tests.slow.test_supervisor import wait_for
+from tests.support.server import Server, start_server, stop_server
 
 TOKEN = {"authorization": "Bearer s3cret"}
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.serverproc import Server
+from tests.support.server import Server
 
 
 def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
@@ -19,16 +19,33 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
         '[parameters]\n"path.ref" = "cl100k_base"\n"path.model" = "qwen3"\n'
     )
     done = subprocess.run(
-        [sys.executable, "-m", "schemathesis.cli", "run", f"{server.base}/schema/openapi.json",
-         "--checks", "all",
-         # the schema cannot say "exactly one of text/texts", "ids in the vocabulary" or the
-         # special-token policy, so a schema-valid body may rightly get a 400/422
-         "--exclude-checks", "positive_data_acceptance",
-         # one worker: two threads describing hypothesis strategies at once hit CPython 3.11's
-         # "AST constructor recursion depth mismatch" (ast.parse is not thread-safe there)
-         "--max-examples", "40", "--workers", "1", "--suppress-health-check", "all"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "schemathesis.cli",
+            "run",
+            f"{server.base}/schema/openapi.json",
+            "--checks",
+            "all",
+            # the schema cannot say "exactly one of text/texts", "ids in the vocabulary" or the
+            # special-token policy, so a schema-valid body may rightly get a 400/422
+            "--exclude-checks",
+            "positive_data_acceptance",
+            # one worker: two threads describing hypothesis strategies at once hit CPython 3.11's
+            # "AST constructor recursion depth mismatch" (ast.parse is not thread-safe there)
+            "--max-examples",
+            "40",
+            "--workers",
+            "1",
+            "--suppress-health-check",
+            "all",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     summary = done.stdout[-3000:]
     assert done.returncode == 0, summary
     cases = re.search(r"(\d+) generated, (\d+) passed", summary)

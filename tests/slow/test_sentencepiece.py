@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
-from service.store.importers import import_files
+from service.store.importers.imports import import_files
+from service.store.importers.sources import Naming
 from service.store.loader import load_store
 from service.store.manifest import add_to_store
 from service.store.registry import Registry
-from service.store.sources import Naming
-from tests.testdata import CORPUS_NAMES, corpus_text, vocab_file
+from tests.support.testdata import CORPUS_NAMES, corpus_text, vocab_file
 
 MODELS = {
     "v1": "tokenizer.model.v1",
@@ -27,11 +27,36 @@ MODELS = {
     "v7": "mistral_instruct_tokenizer_241114.model.v7",
 }
 pieces = st.sampled_from(
-    ["   ", "\t", "\n\n", " \u3000 ", "12345", "中文字",
-     "日本語", "😀", "👩‍👩‍👧", "👍🏽", "e\u0301",
-     "\u0301", "\x00", "\U000e0001", "\U0010ffff", "\U0003d000", "▁", "▁▁x", "<0x41>", "<s>",
-     "[INST]", "हिन्दी", "ǅ", "a  b", " ", "[RE", "F]"]
-)  # fmt: skip
+    [
+        "   ",
+        "\t",
+        "\n\n",
+        " \u3000 ",
+        "12345",
+        "中文字",
+        "日本語",
+        "😀",
+        "👩‍👩‍👧",
+        "👍🏽",
+        "e\u0301",
+        "\u0301",
+        "\x00",
+        "\U000e0001",
+        "\U0010ffff",
+        "\U0003d000",
+        "▁",
+        "▁▁x",
+        "<0x41>",
+        "<s>",
+        "[INST]",
+        "हिन्दी",
+        "ǅ",
+        "a  b",
+        " ",
+        "[RE",
+        "F]",
+    ]
+)
 texts = st.lists(st.one_of(st.text(max_size=10), pieces), max_size=12).map("".join)
 USER_DEFINED = ["[REF]", "[/REF]", "[REFERENCE_DOC_"]  # the user-defined pieces of v3 and v7
 SETTINGS = settings(
@@ -72,7 +97,8 @@ def test_ids_and_decode_are_sentencepieces(
 def test_generated_text(imported: dict[str, Registry], version: str, text: str) -> None:
     """Special literals (control pieces: `<s>`, `[INST]`) are text to sentencepiece: ours too
     with disallowed_special=[]. Texts with a user-defined piece (`[REF]`) are left out: those
-    follow Hugging Face's tokenizer.json, not sentencepiece (service/store/spimport.py, and
+    follow Hugging Face's tokenizer.json, not sentencepiece
+    (service/store/importers/sentencepiece.py, and
     test_user_defined_pieces_follow_hugging_face)."""
     assume(not any(p in text for p in USER_DEFINED))
     expected = oracle(version).encode(text)

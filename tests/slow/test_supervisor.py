@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from tests.integration.rawhttp import NdjsonStream
-from tests.serverproc import ROOT, Server, free_port, start_server, stop_server
 from tests.slow.test_faults import workers_of
+from tests.support.server import ROOT, Server, free_port, start_server, stop_server
 
 
 def wait_for(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
@@ -63,10 +63,19 @@ def test_a_worker_that_cannot_start_is_retried_while_the_other_serves(store: Pat
 
 def test_the_process_exits_non_zero_when_no_worker_can_serve(tmp_path: Path) -> None:
     env = {**os.environ, "TOKSVC_STORE": str(tmp_path / "no-store"), "TOKSVC_STRICT": "1"}
-    command = [sys.executable, "-m", "service", "serve", "--port", str(free_port()),
-               "--workers", "2"]  # fmt: skip
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          check=False)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "service",
+        "serve",
+        "--port",
+        str(free_port()),
+        "--workers",
+        "2",
+    ]
+    done = subprocess.run(
+        command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 3, done.stderr[-2000:]
     assert "No worker can serve" in done.stderr
 
@@ -79,9 +88,11 @@ def test_orphaned_workers_stop_when_the_supervisor_is_gone(store: Path) -> None:
         server.process.wait(timeout=10)
 
         def gone() -> bool:
-            return not any(Path(f"/proc/{pid}").exists() and
-                           b"(Z)" not in Path(f"/proc/{pid}/stat").read_bytes()[:64]
-                           for pid in workers)  # fmt: skip
+            return not any(
+                Path(f"/proc/{pid}").exists()
+                and b"(Z)" not in Path(f"/proc/{pid}/stat").read_bytes()[:64]
+                for pid in workers
+            )
 
         assert wait_for(gone, 20), "orphaned workers kept running"
     finally:
@@ -258,11 +269,24 @@ def test_a_second_service_on_the_same_port_is_refused(store: Path) -> None:
     server = start_server(2, TOKSVC_STORE=str(store))
     try:
         second = subprocess.run(
-            [sys.executable, "-m", "service", "serve", "--workers", "2", "--host", "127.0.0.1",
-             "--port", str(server.port)],
-            check=False, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "service",
+                "serve",
+                "--workers",
+                "2",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(server.port),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
             env={**os.environ, "TOKSVC_STORE": str(store)},
-        )  # fmt: skip
+        )
         assert second.returncode != 0
         assert "address already in use" in second.stderr.lower()
         assert count_ok(server.base)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
+from service.cli.main import main
 from service.settings import BUNDLED_STORE
-from tests.testdata import vocab_file
+from tests.support.testdata import vocab_file
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -127,8 +127,13 @@ def test_errors_name_the_flags_not_the_http_fields(capsys: pytest.CaptureFixture
 
 def test_a_bad_setting_is_one_line_not_a_traceback() -> None:
     for env in ({"TOKSVC_PORT": "x"}, {"TOKSVC_WORKERS": "0"}, {"TOKSVC_STORE": ":"}):
-        done = subprocess.run([sys.executable, "-m", "service", "--help"], capture_output=True,
-                              text=True, env={**os.environ, **env}, check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "service", "--help"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            check=False,
+        )
         assert done.returncode == 2, env
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
         assert next(iter(env)) in done.stderr
@@ -139,14 +144,35 @@ def test_the_bundled_store_is_read_only(tmp_path: Path, capsys: pytest.CaptureFi
     corpus = tmp_path / "c.txt"
     corpus.write_text("abc abd " * 200)
     for store in ([], ["--store", str(BUNDLED_STORE)], ["--store", "bundled"]):
-        code, _, err = run(capsys, "train", str(corpus), "--vocab-size", "260", "--name", "x",
-                           "--version", "1", *store)  # fmt: skip
+        code, _, err = run(
+            capsys,
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "260",
+            "--name",
+            "x",
+            "--version",
+            "1",
+            *store,
+        )
         assert code == 1 and "read-only" in err and "--store DIR" in err, (store, err)
     assert (BUNDLED_STORE / "manifest.json").read_bytes() == before
     # a store of one's own is created, and served beside the bundled one
     mine = tmp_path / "mine"
-    code, _, err = run(capsys, "train", str(corpus), "--vocab-size", "260", "--name", "x",
-                       "--version", "1", "--store", str(mine))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "train",
+        str(corpus),
+        "--vocab-size",
+        "260",
+        "--name",
+        "x",
+        "--version",
+        "1",
+        "--store",
+        str(mine),
+    )
     assert code == 0, err
     code, out, _ = run(capsys, "list", "--store", "bundled", "--store", str(mine))
     assert code == 0 and "* x@1" in out and "* cl100k_base@1" in out
@@ -156,9 +182,20 @@ def test_a_name_in_two_stores_is_an_error_naming_both(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mine = tmp_path / "mine"
-    code, _, err = run(capsys, "import", "tiktoken", str(vocab_file("r50k_base.tiktoken")),
-                       "--name", "gpt2", "--version", "2", "--preset", "gpt2",
-                       "--store", str(mine))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "import",
+        "tiktoken",
+        str(vocab_file("r50k_base.tiktoken")),
+        "--name",
+        "gpt2",
+        "--version",
+        "2",
+        "--preset",
+        "gpt2",
+        "--store",
+        str(mine),
+    )
     assert code == 0, err
     code, out, err = run(capsys, "verify", "--store", "bundled", "--store", str(mine))
     assert code == 1
@@ -172,14 +209,21 @@ def test_an_import_that_would_not_load_writes_nothing(
     # SentencePiece-style file whose merge uses a byte-fallback token: the importer maps it, the
     # validation (which makes the synthetic character merges exact) refuses it
     vocab = {f"<0x{b:02X}>": b for b in range(256)} | {"<0xC3><0xA9>": 256}
-    doc = {"model": {"type": "BPE", "vocab": vocab, "merges": [["<0xC3>", "<0xA9>"]],
-                     "byte_fallback": True},
-           "decoder": {"type": "ByteFallback"}}  # fmt: skip
+    doc = {
+        "model": {
+            "type": "BPE",
+            "vocab": vocab,
+            "merges": [["<0xC3>", "<0xA9>"]],
+            "byte_fallback": True,
+        },
+        "decoder": {"type": "ByteFallback"},
+    }
     source = tmp_path / "tokenizer.json"
     source.write_text(json.dumps(doc))
     store = tmp_path / "store"
-    code, out, err = run(capsys, "import", "hf", str(source), "--name", "r", "--version", "1",
-                         "--store", str(store))  # fmt: skip
+    code, out, err = run(
+        capsys, "import", "hf", str(source), "--name", "r", "--version", "1", "--store", str(store)
+    )
     assert code == 1 and out == "" and "byte-fallback token" in err and "r/1.json" in err, err
     assert not (store / "r").exists() and not (store / "manifest.json").exists()
 
@@ -201,12 +245,33 @@ def test_importer_failures_are_typed_and_name_file_and_field(
     source = tmp_path / "source"
     source.write_text(content)
     files = [str(source), str(vocab_file("vocab.bpe"))] if kind == "gpt2" else [str(source)]
-    code, _, err = run(capsys, "import", kind, *files, "--name", "r", "--version", "1",
-                       "--store", str(tmp_path / "store"))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "import",
+        kind,
+        *files,
+        "--name",
+        "r",
+        "--version",
+        "1",
+        "--store",
+        str(tmp_path / "store"),
+    )
     assert code == 1 and "Traceback" not in err
     assert str(source) in err and field in err, err
-    code, _, err = run(capsys, "import", kind, str(tmp_path / "missing"), *files[1:], "--name",
-                       "r", "--version", "1", "--store", str(tmp_path / "store"))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "import",
+        kind,
+        str(tmp_path / "missing"),
+        *files[1:],
+        "--name",
+        "r",
+        "--version",
+        "1",
+        "--store",
+        str(tmp_path / "store"),
+    )
     assert code == 1 and "cannot be read" in err and "missing" in err, err
 
 
@@ -233,13 +298,30 @@ def test_import_model_and_prices_then_verify_and_estimate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = str(tmp_path / "store")
-    profile = {"format": "toksvc-model", "name": "mine", "version": "1",
-               "tokenizer": "cl100k_base@1", "context_window": 4096, "max_output_tokens": 512,
-               "chat": {"type": "openai-estimate"}}  # fmt: skip
-    prices = {"format": "toksvc-prices", "name": "ours", "version": "1", "currency": "EUR",
-              "prices": [{"model": "mine", "input_per_million": "1.00",
-                          "output_per_million": "2.00", "source": "a contract",
-                          "read_on": "2026-12-01"}]}  # fmt: skip
+    profile = {
+        "format": "toksvc-model",
+        "name": "mine",
+        "version": "1",
+        "tokenizer": "cl100k_base@1",
+        "context_window": 4096,
+        "max_output_tokens": 512,
+        "chat": {"type": "openai-estimate"},
+    }
+    prices = {
+        "format": "toksvc-prices",
+        "name": "ours",
+        "version": "1",
+        "currency": "EUR",
+        "prices": [
+            {
+                "model": "mine",
+                "input_per_million": "1.00",
+                "output_per_million": "2.00",
+                "source": "a contract",
+                "read_on": "2026-12-01",
+            }
+        ],
+    }
     (tmp_path / "mine.json").write_text(json.dumps(profile))
     (tmp_path / "ours.json").write_text(json.dumps(prices))
     both = ["--store", str(BUNDLED_STORE), "--store", store]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
-from service.store.fileformat import parse
+from service.cli.main import main
+from service.store.formats.tokenizer import parse
 
 TEXT = "Hello, world: the quick brown fox.\nA second line.\n"
 
@@ -24,8 +24,19 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def train_args(corpus: Path, store: Path, vocab_size: int, *more: str) -> list[str]:
-    return ["train", str(corpus), "--vocab-size", str(vocab_size), "--name", "t", "--version",
-            "1", "--store", str(store), *more]  # fmt: skip
+    return [
+        "train",
+        str(corpus),
+        "--vocab-size",
+        str(vocab_size),
+        "--name",
+        "t",
+        "--version",
+        "1",
+        "--store",
+        str(store),
+        *more,
+    ]
 
 
 def test_train_on_a_missing_file_is_one_line_and_exit_2(
@@ -74,8 +85,9 @@ def test_strict_size_refuses_a_short_vocabulary_and_writes_nothing(
     assert "nothing written" in err and not (store / "manifest.json").exists()
 
 
-def stdin_count(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                text: str) -> str:  # fmt: skip
+def stdin_count(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], text: str
+) -> str:
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
     code, out, err = run(capsys, "count", "gpt2")
     assert code == 0, err

@@ -9,7 +9,8 @@ import pytest
 import tiktoken
 
 import service
-from service.bpe import PythonEngine, native
+from service.bpe import PythonEngine
+from service.bpe.engine import native
 from service.errors import DisallowedSpecialError, TokenizerNotFoundError, UnknownIdError
 from service.settings import BUNDLED_STORE
 from service.store.loader import load_store

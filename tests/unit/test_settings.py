@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from service.api.handoff import ENV, Handoff, WorkerProcess, hand_on, received
+from service.api.process.handoff import ENV, Handoff, WorkerProcess, hand_on, received
 from service.errors import ConfigError
 from service.settings import BUNDLED_STORE, YEAR, Settings
 
@@ -19,10 +19,17 @@ def test_the_defaults_hold_without_any_variable() -> None:
 
 
 def test_values_are_parsed_from_strings() -> None:
-    s = Settings.from_env({"TOKSVC_WORKERS": "3", "TOKSVC_MAX_STREAM_SECONDS": "2.5",
-                           "TOKSVC_STRICT": "yes", "TOKSVC_PLAYGROUND": "off",
-                           "TOKSVC_ENGINE": "python", "TOKSVC_STORE": "/a:bundled",
-                           "TOKSVC_PORT": ""})  # fmt: skip
+    s = Settings.from_env(
+        {
+            "TOKSVC_WORKERS": "3",
+            "TOKSVC_MAX_STREAM_SECONDS": "2.5",
+            "TOKSVC_STRICT": "yes",
+            "TOKSVC_PLAYGROUND": "off",
+            "TOKSVC_ENGINE": "python",
+            "TOKSVC_STORE": "/a:bundled",
+            "TOKSVC_PORT": "",
+        }
+    )
     assert (s.workers, s.max_stream_seconds, s.strict, s.playground) == (3, 2.5, True, False)
     assert s.engine == "python" and s.stores == (Path("/a"), BUNDLED_STORE)
     assert s.port == 8000  # empty means unset
@@ -53,8 +60,14 @@ def test_a_bad_value_is_one_line_naming_the_variable_and_value(name: str, value:
 
 
 def test_bounds_are_inclusive() -> None:
-    s = Settings.from_env({"TOKSVC_WORKERS": "1", "TOKSVC_WRITE_SECONDS": "1",
-                           "TOKSVC_PIECE_CACHE_SIZE": "0", "TOKSVC_PORT": "0"})  # fmt: skip
+    s = Settings.from_env(
+        {
+            "TOKSVC_WORKERS": "1",
+            "TOKSVC_WRITE_SECONDS": "1",
+            "TOKSVC_PIECE_CACHE_SIZE": "0",
+            "TOKSVC_PORT": "0",
+        }
+    )
     assert (s.workers, s.write_seconds, s.piece_cache_size, s.port) == (1, 1.0, 0, 0)
 
 

@@ -55,11 +55,16 @@ class AsyncClient:
         self.retry = retry or RetryPolicy()
         self._timeout = timeout_of(timeout)
         self._deadline = max(t or 0.0 for t in self._timeout.as_dict().values()) or None
-        limits = httpx.Limits(max_connections=max_connections,
-                              max_keepalive_connections=max_connections)  # fmt: skip
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers(api_key), timeout=self._timeout,
-            limits=limits, transport=transport)  # fmt: skip
+            base_url=self.base_url,
+            headers=headers(api_key),
+            timeout=self._timeout,
+            limits=limits,
+            transport=transport,
+        )
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -132,9 +137,16 @@ class AsyncClient:
         breakdown: bool = False,
     ) -> ChatCount:
         """A conversation's input tokens as `model` is billed for them (OpenAI-style messages)."""
-        return await self.run(calls.count_chat(
-            model, messages, tools=tools, add_generation_prompt=add_generation_prompt,
-            chat_template_kwargs=chat_template_kwargs, breakdown=breakdown))  # fmt: skip
+        return await self.run(
+            calls.count_chat(
+                model,
+                messages,
+                tools=tools,
+                add_generation_prompt=add_generation_prompt,
+                chat_template_kwargs=chat_template_kwargs,
+                breakdown=breakdown,
+            )
+        )
 
     async def estimate(
         self,
@@ -150,10 +162,20 @@ class AsyncClient:
     ) -> Estimate:
         """Tokens and cost of a request: `messages` or `text`; the output as `output_tokens` (an
         expectation) or `max_output_tokens` (default: the model's maximum)."""
-        return await self.run(calls.estimate(model, calls.estimate_body(
-            messages=messages, text=text, tools=tools, output_tokens=output_tokens,
-            max_output_tokens=max_output_tokens, cached_input_tokens=cached_input_tokens,
-            chat_template_kwargs=chat_template_kwargs)))  # fmt: skip
+        return await self.run(
+            calls.estimate(
+                model,
+                calls.estimate_body(
+                    messages=messages,
+                    text=text,
+                    tools=tools,
+                    output_tokens=output_tokens,
+                    max_output_tokens=max_output_tokens,
+                    cached_input_tokens=cached_input_tokens,
+                    chat_template_kwargs=chat_template_kwargs,
+                ),
+            )
+        )
 
     async def truncate(
         self, ref: str, text: str, max_tokens: int, *, keep: Literal["start", "end"] = "start"
@@ -175,8 +197,12 @@ class AsyncClient:
         errors: Literal["strict", "replace"] = "replace",
     ) -> AsyncDecodeStream:
         """A streaming decode over the stateless step route (`toksvc_client.streams`)."""
-        options = StreamOptions(stop=stop, include_stop_str_in_output=include_stop_str_in_output,
-                                prompt_ids=prompt_ids, skip_special_tokens=skip_special_tokens,
-                                spaces_between_special_tokens=spaces_between_special_tokens,
-                                errors=errors)  # fmt: skip
+        options = StreamOptions(
+            stop=stop,
+            include_stop_str_in_output=include_stop_str_in_output,
+            prompt_ids=prompt_ids,
+            skip_special_tokens=skip_special_tokens,
+            spaces_between_special_tokens=spaces_between_special_tokens,
+            errors=errors,
+        )
         return AsyncDecodeStream(self, ref, options)

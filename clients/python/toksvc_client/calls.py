@@ -74,13 +74,19 @@ class EncodingCalls:
         return sorted(allowed_set & self.special_tokens_set)
 
     def encode(self, text: str, allowed: Allowed, disallowed: Disallowed) -> Call[list[int]]:
-        body = {"text": _scalar_values(text), "allowed_special": self.allowed([text], allowed,
-                disallowed), "disallowed_special": []}  # fmt: skip
+        body = {
+            "text": _scalar_values(text),
+            "allowed_special": self.allowed([text], allowed, disallowed),
+            "disallowed_special": [],
+        }
         return _map(post(self._path + "/encode", body, EncodeAnswer), lambda a: a.ids or [])
 
     def count(self, text: str, allowed: Allowed, disallowed: Disallowed) -> Call[int]:
-        body = {"text": _scalar_values(text), "allowed_special": self.allowed([text], allowed,
-                disallowed), "disallowed_special": []}  # fmt: skip
+        body = {
+            "text": _scalar_values(text),
+            "allowed_special": self.allowed([text], allowed, disallowed),
+            "disallowed_special": [],
+        }
         return _map(post(self._path + "/count", body, CountAnswer), lambda a: a.count or 0)
 
     def encode_batch(
@@ -89,10 +95,17 @@ class EncodingCalls:
         special = self.allowed(texts, allowed, disallowed)
         calls = []
         for part in _batches(texts):
-            body = {"texts": [_scalar_values(t) for t in part], "allowed_special": special,
-                    "disallowed_special": []}  # fmt: skip
-            calls.append(_map(post(self._path + "/encode", body, EncodeAnswer),
-                              lambda a: [r.ids for r in a.results or []]))  # fmt: skip
+            body = {
+                "texts": [_scalar_values(t) for t in part],
+                "allowed_special": special,
+                "disallowed_special": [],
+            }
+            calls.append(
+                _map(
+                    post(self._path + "/encode", body, EncodeAnswer),
+                    lambda a: [r.ids for r in a.results or []],
+                )
+            )
         return calls
 
     def decode(self, ids: Sequence[int], errors: str) -> Call[str]:
@@ -108,8 +121,12 @@ class EncodingCalls:
         calls = []
         for start in range(0, len(ids), BATCH_ITEMS):
             body = {"batch": [[i] for i in ids[start : start + BATCH_ITEMS]], "output": "base64"}
-            calls.append(_map(post(self._path + "/decode", body, DecodeAnswer),
-                              lambda a: [r.base64 or b"" for r in a.results or []]))  # fmt: skip
+            calls.append(
+                _map(
+                    post(self._path + "/decode", body, DecodeAnswer),
+                    lambda a: [r.base64 or b"" for r in a.results or []],
+                )
+            )
         return calls
 
 
@@ -129,9 +146,13 @@ def count_chat(
     chat_template_kwargs: Json | None,
     breakdown: bool,
 ) -> Call[ChatCount]:
-    body = {"messages": list(messages), "tools": None if tools is None else list(tools),
-            "add_generation_prompt": add_generation_prompt,
-            "chat_template_kwargs": chat_template_kwargs, "breakdown": breakdown}  # fmt: skip
+    body = {
+        "messages": list(messages),
+        "tools": None if tools is None else list(tools),
+        "add_generation_prompt": add_generation_prompt,
+        "chat_template_kwargs": chat_template_kwargs,
+        "breakdown": breakdown,
+    }
     return post(f"/v1/models/{segment(model)}/count", body, ChatCount)
 
 
@@ -145,10 +166,15 @@ def estimate_body(
     cached_input_tokens: int,
     chat_template_kwargs: Json | None,
 ) -> Json:
-    return {"messages": None if messages is None else list(messages), "text": text,
-            "tools": None if tools is None else list(tools), "output_tokens": output_tokens,
-            "max_output_tokens": max_output_tokens, "cached_input_tokens": cached_input_tokens,
-            "chat_template_kwargs": chat_template_kwargs}  # fmt: skip
+    return {
+        "messages": None if messages is None else list(messages),
+        "text": text,
+        "tools": None if tools is None else list(tools),
+        "output_tokens": output_tokens,
+        "max_output_tokens": max_output_tokens,
+        "cached_input_tokens": cached_input_tokens,
+        "chat_template_kwargs": chat_template_kwargs,
+    }
 
 
 def estimate(model: str, body: Json) -> Call[Estimate]:
@@ -207,10 +233,18 @@ def _finder(literals: frozenset[str]) -> re.Pattern[str]:
 
 def _disallowed(token: str, position: int) -> DisallowedSpecialTokenError:
     """The error the service would answer, raised before any request."""
-    detail = (f"text contains the special token {token!r} at character {position}; pass it in "
-              "allowed_special to encode it as a special id, or disallowed_special=() to "
-              "encode it as ordinary text")  # fmt: skip
-    return DisallowedSpecialTokenError({"type": TYPE_BASE + "disallowed-special-token",
-                                        "title": "Disallowed special token", "status": 422,
-                                        "detail": detail, "token": token,
-                                        "position": position})  # fmt: skip
+    detail = (
+        f"text contains the special token {token!r} at character {position}; pass it in "
+        "allowed_special to encode it as a special id, or disallowed_special=() to "
+        "encode it as ordinary text"
+    )
+    return DisallowedSpecialTokenError(
+        {
+            "type": TYPE_BASE + "disallowed-special-token",
+            "title": "Disallowed special token",
+            "status": 422,
+            "detail": detail,
+            "token": token,
+            "position": position,
+        }
+    )

@@ -56,11 +56,16 @@ class Client:
         self.retry = retry or RetryPolicy()
         self._timeout = timeout_of(timeout)
         self._deadline = max(t or 0.0 for t in self._timeout.as_dict().values()) or None
-        limits = httpx.Limits(max_connections=max_connections,
-                              max_keepalive_connections=max_connections)  # fmt: skip
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
         self._http = httpx.Client(
-            base_url=self.base_url, headers=headers(api_key), timeout=self._timeout,
-            limits=limits, transport=transport)  # fmt: skip
+            base_url=self.base_url,
+            headers=headers(api_key),
+            timeout=self._timeout,
+            limits=limits,
+            transport=transport,
+        )
 
     def __enter__(self) -> Client:
         return self
@@ -133,9 +138,16 @@ class Client:
         breakdown: bool = False,
     ) -> ChatCount:
         """A conversation's input tokens as `model` is billed for them (OpenAI-style messages)."""
-        return self.run(calls.count_chat(
-            model, messages, tools=tools, add_generation_prompt=add_generation_prompt,
-            chat_template_kwargs=chat_template_kwargs, breakdown=breakdown))  # fmt: skip
+        return self.run(
+            calls.count_chat(
+                model,
+                messages,
+                tools=tools,
+                add_generation_prompt=add_generation_prompt,
+                chat_template_kwargs=chat_template_kwargs,
+                breakdown=breakdown,
+            )
+        )
 
     def estimate(
         self,
@@ -151,10 +163,20 @@ class Client:
     ) -> Estimate:
         """Tokens and cost of a request: `messages` or `text`; the output as `output_tokens` (an
         expectation) or `max_output_tokens` (default: the model's maximum)."""
-        return self.run(calls.estimate(model, calls.estimate_body(
-            messages=messages, text=text, tools=tools, output_tokens=output_tokens,
-            max_output_tokens=max_output_tokens, cached_input_tokens=cached_input_tokens,
-            chat_template_kwargs=chat_template_kwargs)))  # fmt: skip
+        return self.run(
+            calls.estimate(
+                model,
+                calls.estimate_body(
+                    messages=messages,
+                    text=text,
+                    tools=tools,
+                    output_tokens=output_tokens,
+                    max_output_tokens=max_output_tokens,
+                    cached_input_tokens=cached_input_tokens,
+                    chat_template_kwargs=chat_template_kwargs,
+                ),
+            )
+        )
 
     def truncate(
         self, ref: str, text: str, max_tokens: int, *, keep: Literal["start", "end"] = "start"
@@ -176,8 +198,12 @@ class Client:
         errors: Literal["strict", "replace"] = "replace",
     ) -> DecodeStream:
         """A streaming decode over the stateless step route (`toksvc_client.streams`)."""
-        options = StreamOptions(stop=stop, include_stop_str_in_output=include_stop_str_in_output,
-                                prompt_ids=prompt_ids, skip_special_tokens=skip_special_tokens,
-                                spaces_between_special_tokens=spaces_between_special_tokens,
-                                errors=errors)  # fmt: skip
+        options = StreamOptions(
+            stop=stop,
+            include_stop_str_in_output=include_stop_str_in_output,
+            prompt_ids=prompt_ids,
+            skip_special_tokens=skip_special_tokens,
+            spaces_between_special_tokens=spaces_between_special_tokens,
+            errors=errors,
+        )
         return DecodeStream(self, ref, options)

@@ -50,24 +50,34 @@ class Encoding(_Facts):
         return f"<Encoding {self.ref!r} of {self._client.base_url}>"
 
     def encode(
-        self, text: str, *, allowed_special: Allowed = frozenset(),
+        self,
+        text: str,
+        *,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> list[int]:  # fmt: skip
+    ) -> list[int]:
         return self._client.run(self._calls.encode(text, allowed_special, disallowed_special))
 
     def encode_ordinary(self, text: str) -> list[int]:
         return self.encode(text, disallowed_special=())
 
     def count(
-        self, text: str, *, allowed_special: Allowed = frozenset(),
+        self,
+        text: str,
+        *,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> int:  # fmt: skip
+    ) -> int:
         return self._client.run(self._calls.count(text, allowed_special, disallowed_special))
 
     def encode_batch(
-        self, text: Sequence[str], *, num_threads: int = 8, allowed_special: Allowed = frozenset(),
+        self,
+        text: Sequence[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> list[list[int]]:  # fmt: skip
+    ) -> list[list[int]]:
         """`num_threads` is accepted for tiktoken's signature; the server does the work."""
         calls = self._calls.encode_batch(text, allowed_special, disallowed_special)
         return [ids for call in calls for ids in self._client.run(call)]
@@ -103,24 +113,34 @@ class AsyncEncoding(_Facts):
         return f"<AsyncEncoding {self.ref!r} of {self._client.base_url}>"
 
     async def encode(
-        self, text: str, *, allowed_special: Allowed = frozenset(),
+        self,
+        text: str,
+        *,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> list[int]:  # fmt: skip
+    ) -> list[int]:
         return await self._client.run(self._calls.encode(text, allowed_special, disallowed_special))
 
     async def encode_ordinary(self, text: str) -> list[int]:
         return await self.encode(text, disallowed_special=())
 
     async def count(
-        self, text: str, *, allowed_special: Allowed = frozenset(),
+        self,
+        text: str,
+        *,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> int:  # fmt: skip
+    ) -> int:
         return await self._client.run(self._calls.count(text, allowed_special, disallowed_special))
 
     async def encode_batch(
-        self, text: Sequence[str], *, num_threads: int = 8, allowed_special: Allowed = frozenset(),
+        self,
+        text: Sequence[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Allowed = frozenset(),
         disallowed_special: Disallowed = "all",
-    ) -> list[list[int]]:  # fmt: skip
+    ) -> list[list[int]]:
         out: list[list[int]] = []
         for call in self._calls.encode_batch(text, allowed_special, disallowed_special):
             part: list[list[int]] = await self._client.run(call)

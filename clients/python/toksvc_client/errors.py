@@ -45,8 +45,9 @@ class BadResponseError(ToksvcError):
         self.status = status
         self.content_type = content_type
         self.excerpt = body[:200].decode("utf-8", "replace")
-        super().__init__(f"{reason} (HTTP {status}, {content_type or 'no content type'}): "
-                         f"{self.excerpt!r}")  # fmt: skip
+        super().__init__(
+            f"{reason} (HTTP {status}, {content_type or 'no content type'}): {self.excerpt!r}"
+        )
 
 
 # --- problem documents --------------------------------------------------------------------------
@@ -311,6 +312,11 @@ def problem_error(problem: dict[str, Any], retry_after: float | None = None) -> 
     cls = PROBLEM_CLASSES.get(str(problem.get("type", "")))
     if cls is None:
         status = problem.get("status")
-        cls = (InputError if status == 422 else UnavailableError if status in (429, 503)
-               else ProblemError)  # fmt: skip
+        cls = (
+            InputError
+            if status == 422
+            else UnavailableError
+            if status in (429, 503)
+            else ProblemError
+        )
     return cls(problem, retry_after)

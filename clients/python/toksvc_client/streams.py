@@ -65,8 +65,12 @@ class StepState:
             self.finished = True
         if self.stopped:
             return None
-        body: Json = {"ids": list(ids), "state": self.state, "final": final or None,
-                      **self._options.every}  # fmt: skip
+        body: Json = {
+            "ids": list(ids),
+            "state": self.state,
+            "final": final or None,
+            **self._options.every,
+        }
         if self.state is None:
             body.update(self._options.first)
         return post(self._path, body, StepAnswer)

@@ -126,8 +126,12 @@ class Answer:
     @classmethod
     def of(cls, response: httpx.Response, body: bytes) -> Answer:
         found = response.headers
-        return cls(response.status_code, found.get("content-type", ""),
-                   retry_after_seconds(found.get("retry-after")), body)  # fmt: skip
+        return cls(
+            response.status_code,
+            found.get("content-type", ""),
+            retry_after_seconds(found.get("retry-after")),
+            body,
+        )
 
     @property
     def retryable(self) -> bool:

@@ -44,8 +44,9 @@ async def admin_reload(request: Request[Any, Any, Any], worker: WorkerDep) -> Re
     scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
     valid = hmac.compare_digest(given.strip().encode(), token.encode())
     if scheme.lower() != "bearer" or not valid:  # the scheme is case-insensitive (RFC 9110)
-        raise NotAuthorizedException("a valid bearer token is required",
-                                     headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        raise NotAuthorizedException(
+            "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+        )
     if process.supervised and not process.supervisor_alive():
         reason = "this worker's supervisor is gone and the worker is stopping"
         raise ReloadUnavailableError(reason)
@@ -54,8 +55,9 @@ async def admin_reload(request: Request[Any, Any, Any], worker: WorkerDep) -> Re
         if failures:
             raise ReloadRefusedError(failures)
         registry = worker.serving()
-        return ReloadResponse(status="reloaded", tokenizers=len(registry),
-                              store_sha256=registry.store_sha256)  # fmt: skip
+        return ReloadResponse(
+            status="reloaded", tokenizers=len(registry), store_sha256=registry.store_sha256
+        )
     since = time.time()
     os.kill(process.supervisor_pid, signal.SIGHUP)  # passed on to every worker, this one too
     answered = await store_state.await_round(process, since)
@@ -64,5 +66,9 @@ async def admin_reload(request: Request[Any, Any, Any], worker: WorkerDep) -> Re
     agreed = store_state.agreed(answered)
     if agreed is None:
         raise ReloadInconsistentError(store_state.states(answered))
-    return ReloadResponse(status="reloaded in every worker", tokenizers=len(worker.serving()),
-                          store_sha256=agreed, workers=len(answered))  # fmt: skip
+    return ReloadResponse(
+        status="reloaded in every worker",
+        tokenizers=len(worker.serving()),
+        store_sha256=agreed,
+        workers=len(answered),
+    )

@@ -7,12 +7,12 @@ from functools import partial
 from litestar.params import JSONBody
 
 from service.api import metrics
+from service.api.bodies import exactly_one
 from service.api.budget import check_output, run_work
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
-from service.api.routes.stream_session import assembly_limits
-from service.api.wire.bodies import exactly_one
+from service.api.routes.streams.session import assembly_limits
 from service.api.wire.tokens import (
     DecodeRequest,
     DecodeResponse,
@@ -21,15 +21,20 @@ from service.api.wire.tokens import (
     DecodeStepResponse,
 )
 from service.bpe import Tokenizer
-from service.bpe.assembly_options import assembler_for
+from service.bpe.stream.options import assembler_for
 from service.settings import Settings
 
 
-@json_post("/v1/tokenizers/{ref:str}/decode", name="decode", tag="decode",
-           summary="Decode token ids to text",
-           returns="the text (or bytes), and the vocabulary that decoded")  # fmt: skip
-async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
-                 data: JSONBody[DecodeRequest]) -> DecodeResponse:  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/decode",
+    name="decode",
+    tag="decode",
+    summary="Decode token ids to text",
+    returns="the text (or bytes), and the vocabulary that decoded",
+)
+async def decode(
+    tokenizer: TokenizerDep, worker: WorkerDep, data: JSONBody[DecodeRequest]
+) -> DecodeResponse:
     """`ids` gives `text`; `batch` gives `results`, one per id list, in order. Ids that are not in
     the vocabulary are a 422 naming them; bytes that are not valid UTF-8 are a 422 (`errors:
     strict`, the default) or U+FFFD (`errors: replace`). `output: "base64"` returns the raw
@@ -44,8 +49,9 @@ async def decode(tokenizer: TokenizerDep, worker: WorkerDep,
     results = await run_work(n_ids * 4, lambda _: work())
     metrics.record(tokenizer.ref, "decode", n_ids, [r.text or r.base64 or b"" for r in results])
     if data.ids is not None:
-        return DecodeResponse(tokenizer=ref_of(tokenizer), text=results[0].text,
-                              base64=results[0].base64)  # fmt: skip
+        return DecodeResponse(
+            tokenizer=ref_of(tokenizer), text=results[0].text, base64=results[0].base64
+        )
     return DecodeResponse(tokenizer=ref_of(tokenizer), results=results)
 
 
@@ -60,11 +66,16 @@ def _decode_all(
     return [DecodeResult(text=tok.decode(ids, data.errors)) for ids in batch]
 
 
-@json_post("/v1/tokenizers/{ref:str}/decode/step", name="decode_stream",
-           tag="streaming", summary="Streaming decode, one stateless step",
-           returns="the completed text and the next state")  # fmt: skip
-async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
-                      data: JSONBody[DecodeStepRequest]) -> DecodeStepResponse:  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/decode/step",
+    name="decode_stream",
+    tag="streaming",
+    summary="Streaming decode, one stateless step",
+    returns="the completed text and the next state",
+)
+async def decode_step(
+    tokenizer: TokenizerDep, worker: WorkerDep, data: JSONBody[DecodeStepRequest]
+) -> DecodeStepResponse:
     """Send the ids generated since the last step and the `state` the last step returned (null to
     start); get the text that became whole and the next `state`. Bytes of an unfinished
     character are held back in the state; `"final": true` flushes them. Any replica can serve
@@ -83,8 +94,13 @@ async def decode_step(tokenizer: TokenizerDep, worker: WorkerDep,
     n_ids = len(data.ids) + len(data.prompt_ids or ())
     text, decoder_state, stop = await run_work(n_ids * 4, lambda _: step())
     metrics.record(tokenizer.ref, "decode_stream", len(data.ids), [text])
-    return DecodeStepResponse(text=text, state=decoder_state, tokenizer=ref_of(tokenizer),
-                              stopped=stop is not None, stop=stop)  # fmt: skip
+    return DecodeStepResponse(
+        text=text,
+        state=decoder_state,
+        tokenizer=ref_of(tokenizer),
+        stopped=stop is not None,
+        stop=stop,
+    )
 
 
 ROUTES = [decode, decode_step]

@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 from litestar.params import JSONBody
 
 from service.api import metrics
+from service.api import pieces as token_pieces
+from service.api.bodies import exactly_one
 from service.api.budget import check_output, run_work
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
-from service.api.wire import pieces as token_pieces
-from service.api.wire.bodies import exactly_one
 from service.api.wire.tokens import (
     CountRequest,
     CountResponse,
@@ -40,8 +40,9 @@ def special_set(value: SpecialList) -> SpecialSet:
     return "all" if value == "all" else frozenset(value)
 
 
-async def _per_text(data: TextsRequest, apply: Callable[..., Any], then: Callable[[list[Any]], R],
-                    cost: int = 1) -> tuple[list[str], R]:  # fmt: skip
+async def _per_text(
+    data: TextsRequest, apply: Callable[..., Any], then: Callable[[list[Any]], R], cost: int = 1
+) -> tuple[list[str], R]:
     """Apply `encode` or `count` (bound to a tokenizer) to each text of the request, with its
     special-token policy, then `then` to the results, in the same work (`cost`: its size per
     character of text, for `run_work`)."""
@@ -50,8 +51,9 @@ async def _per_text(data: TextsRequest, apply: Callable[..., Any], then: Callabl
     allowed, disallowed = special_set(data.allowed_special), special_set(data.disallowed_special)
 
     def work() -> R:
-        return then([apply(x, allowed_special=allowed, disallowed_special=disallowed)
-                     for x in texts])  # fmt: skip
+        return then(
+            [apply(x, allowed_special=allowed, disallowed_special=disallowed) for x in texts]
+        )
 
     return texts, await run_work(sum(map(len, texts)) * cost, lambda _: work())
 
@@ -59,8 +61,9 @@ async def _per_text(data: TextsRequest, apply: Callable[..., Any], then: Callabl
 Extras = tuple[list[str | PieceBytes] | None, list[tuple[int, int]] | None]
 
 
-async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest,
-                  settings: Settings) -> EncodeResponse:  # fmt: skip
+async def encoded(
+    tokenizer: LoadedTokenizer, data: EncodeRequest, settings: Settings
+) -> EncodeResponse:
     """What encode answers for `data`: the route's handler and its hot path (`routes.hot_path`)
     both answer with this. Pieces and offsets are built in the work that encodes, once their size
     is known to fit TOKSVC_MAX_OUTPUT_BYTES (`wire.pieces`). The metrics are recorded last, once
@@ -72,25 +75,36 @@ async def encoded(tokenizer: LoadedTokenizer, data: EncodeRequest,
         if not wanted:
             return results, [(None, None)] * len(results)
         texts = [data.text] if data.text is not None else data.texts or []
-        size = sum(token_pieces.wire_size(tok, ids, data.pieces, data.offsets, len(text))
-                   for ids, text in zip(results, texts, strict=True))  # fmt: skip
+        size = sum(
+            token_pieces.wire_size(tok, ids, data.pieces, data.offsets, len(text))
+            for ids, text in zip(results, texts, strict=True)
+        )
         check_output(settings, size, "bytes of pieces and offsets per request")
         extras = [token_pieces.extras(tok, ids, data.pieces, data.offsets) for ids in results]
         return results, extras
 
-    texts, (results, extras) = await _per_text(data, tok.encode, with_extras,
-                                               cost=PIECES_COST if wanted else 1)  # fmt: skip
+    texts, (results, extras) = await _per_text(
+        data, tok.encode, with_extras, cost=PIECES_COST if wanted else 1
+    )
     if data.add_special_tokens:
         framed = [_framed(tokenizer, ids, ex) for ids, ex in zip(results, extras, strict=True)]
         results, extras = [f[0] for f in framed], [f[1] for f in framed]
     if data.text is not None:
-        answer = EncodeResponse(tokenizer=ref_of(tokenizer), ids=results[0],
-                                count=len(results[0]), pieces=extras[0][0],
-                                offsets=extras[0][1])  # fmt: skip
+        answer = EncodeResponse(
+            tokenizer=ref_of(tokenizer),
+            ids=results[0],
+            count=len(results[0]),
+            pieces=extras[0][0],
+            offsets=extras[0][1],
+        )
     else:
-        answer = EncodeResponse(tokenizer=ref_of(tokenizer), results=[
-            EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
-            for ids, (p, o) in zip(results, extras, strict=True)])  # fmt: skip
+        answer = EncodeResponse(
+            tokenizer=ref_of(tokenizer),
+            results=[
+                EncodeResult(ids=ids, count=len(ids), pieces=p, offsets=o)
+                for ids, (p, o) in zip(results, extras, strict=True)
+            ],
+        )
     metrics.record(tokenizer.ref, "encode", sum(map(len, results)), texts)
     return answer
 
@@ -113,8 +127,9 @@ def _framed(tokenizer: LoadedTokenizer, ids: list[int], extras: Any) -> Any:
     return [*before, *ids, *after], (pieces, offsets)
 
 
-async def counted(tokenizer: LoadedTokenizer, data: CountRequest,
-                  settings: Settings) -> CountResponse:  # fmt: skip
+async def counted(
+    tokenizer: LoadedTokenizer, data: CountRequest, settings: Settings
+) -> CountResponse:
     """What count answers for `data` (shared as `encoded` is)."""
     texts, counts = await _per_text(data, tokenizer.tokenizer.count, lambda counts: counts)
     pipeline = tokenizer.tokenizer.pipeline
@@ -129,22 +144,32 @@ async def counted(tokenizer: LoadedTokenizer, data: CountRequest,
     return answer
 
 
-@json_post("/v1/tokenizers/{ref:str}/encode", name="encode", tag="encode and count",
-           summary="Encode text to token ids",
-           returns="the ids, and the vocabulary that produced them")  # fmt: skip
-async def encode(tokenizer: TokenizerDep, worker: WorkerDep,
-                 data: JSONBody[EncodeRequest]) -> EncodeResponse:  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/encode",
+    name="encode",
+    tag="encode and count",
+    summary="Encode text to token ids",
+    returns="the ids, and the vocabulary that produced them",
+)
+async def encode(
+    tokenizer: TokenizerDep, worker: WorkerDep, data: JSONBody[EncodeRequest]
+) -> EncodeResponse:
     """`text` gives `ids` and `count`; `texts` gives `results`, one per text, in order. A
     special-token literal in a text is a 422 unless `allowed_special` lists it (it becomes its
     special id) or `disallowed_special` is `[]` (it is encoded as plain text)."""
     return await encoded(tokenizer, data, worker.settings)
 
 
-@json_post("/v1/tokenizers/{ref:str}/count", name="count", tag="encode and count",
-           summary="Count the tokens of text",
-           returns="the counts, and the vocabulary that counted")  # fmt: skip
-async def count(tokenizer: TokenizerDep, worker: WorkerDep,
-                data: JSONBody[CountRequest]) -> CountResponse:  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/count",
+    name="count",
+    tag="encode and count",
+    summary="Count the tokens of text",
+    returns="the counts, and the vocabulary that counted",
+)
+async def count(
+    tokenizer: TokenizerDep, worker: WorkerDep, data: JSONBody[CountRequest]
+) -> CountResponse:
     """The number of ids encode would return, with the same special-token policy: `text` gives
     `count`; `texts` gives `counts`, one per text, and their `total`."""
     return await counted(tokenizer, data, worker.settings)

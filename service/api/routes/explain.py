@@ -27,9 +27,9 @@ from service.api.wire.explain import (
 from service.api.wire.tokens import TokenizerRef
 from service.bpe import Rule, Vocabulary, train
 from service.bpe.deadline import Deadline
-from service.bpe.explain import PieceSteps, explain_text, inline_vocabulary
+from service.bpe.text.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, InputError, LimitExceededError
-from service.store.presets import PATTERNS
+from service.store.formats.presets import PATTERNS
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
@@ -82,18 +82,24 @@ def response_of(
     )
 
 
-@json_post("/v1/tokenizers/{ref:str}/explain", name="explain", tag="explain",
-           summary="Explain a short text's merges",
-           returns="the steps of every piece, and the final ids")  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/explain",
+    name="explain",
+    tag="explain",
+    summary="Explain a short text's merges",
+    returns="the steps of every piece, and the final ids",
+)
 async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> ExplainResponse:
     """The merge steps, one per step, that turn each piece of the text (at most 256 characters) into
     ids under the tokenizer's rule, normalization and pre-tokenization; the text is ordinary text,
     so `ids` equals encode with `disallowed_special: []`."""
     t = tokenizer
     if t.tokenizer.pipeline is not None:  # its own pre-tokenizers, added tokens, synthetic merges
-        raise InputError(f"explain does not cover {t.ref}: a tokenizer.json pipeline (format "
-                         "v2) is not replayed step by step yet; encode with pieces shows its "
-                         "tokens")  # fmt: skip
+        raise InputError(
+            f"explain does not cover {t.ref}: a tokenizer.json pipeline (format "
+            "v2) is not replayed step by step yet; encode with pieces shows its "
+            "tokens"
+        )
     pieces = await in_thread(
         lambda: explain_text(t.tokenizer.vocab, t.pattern, data.text, t.normalization)
     )
@@ -102,10 +108,14 @@ async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> Ex
     return out
 
 
-@json_post("/v1/playground/explain", name="explain", tag="explain",
-           summary="Explain merges under an inline vocabulary",
-           returns="the steps of every piece, and the final ids",
-           problems=(400, 408, 413, 422))  # fmt: skip
+@json_post(
+    "/v1/playground/explain",
+    name="explain",
+    tag="explain",
+    summary="Explain merges under an inline vocabulary",
+    returns="the steps of every piece, and the final ids",
+    problems=(400, 408, 413, 422),
+)
 async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainResponse:
     """The same steps for a small vocabulary given as merges (at most 512), e.g. the textbook
     counterexample that tells the `pairs` and `ranks` rules apart. Served with the playground (off
@@ -118,10 +128,14 @@ async def explain_inline(data: JSONBody[InlineExplainRequest]) -> ExplainRespons
     return response_of(data.rule, await in_thread(work))
 
 
-@json_post("/v1/playground/train", name="train", tag="explain",
-           summary="Train a small vocabulary",
-           returns="the learned merges and their tokens",
-           problems=(400, 408, 413, 422, 503))  # fmt: skip
+@json_post(
+    "/v1/playground/train",
+    name="train",
+    tag="explain",
+    summary="Train a small vocabulary",
+    returns="the learned merges and their tokens",
+    problems=(400, 408, 413, 422, 503),
+)
 async def train_small(worker: WorkerDep, data: JSONBody[TrainRequest]) -> TrainResponse:
     """Classic byte-level BPE training on at most 20,000 bytes of text, up to 512 merges, for the
     playground's stepper, one at a time per worker (503 `too-many-trainings` meanwhile), within
@@ -141,9 +155,16 @@ async def train_small(worker: WorkerDep, data: JSONBody[TrainRequest]) -> TrainR
         seconds.check()
 
     try:  # the work grows with the text and the merges
-        model = await run_work(size * data.merges, lambda deadline: train(
-            [data.text], 256 + data.merges, pattern_of(data.pattern),
-            min_frequency=data.min_frequency, progress=lambda *_: check(deadline)))  # fmt: skip
+        model = await run_work(
+            size * data.merges,
+            lambda deadline: train(
+                [data.text],
+                256 + data.merges,
+                pattern_of(data.pattern),
+                min_frequency=data.min_frequency,
+                progress=lambda *_: check(deadline),
+            ),
+        )
     finally:
         release()
     learned = Vocabulary.build("pairs", model.merges).tokens[256:]

@@ -32,9 +32,9 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems
+from service.api.bodies import decode_large, decoder_of, json_media_type
 from service.api.dependencies import ready
 from service.api.routes import encoding
-from service.api.wire.bodies import decode_large, decoder_of, json_media_type
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
 from service.api.worker import worker_of
 from service.errors import RequestTimeoutError, ToksvcError
@@ -77,8 +77,9 @@ class _BodyClock:
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def read(self, seconds: float, receive: Receive, received: list[ReceiveMessage],
-                   limit: float) -> bytes | None:  # fmt: skip
+    async def read(
+        self, seconds: float, receive: Receive, received: list[ReceiveMessage], limit: float
+    ) -> bytes | None:
         """`_read` within `seconds`: TimeoutError past them, as asyncio.timeout would raise."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
@@ -137,8 +138,7 @@ class HotPath:
             return await problems.send_raw(send, problems.for_error(RequestTimeoutError(seconds)))
         if body is not None:
             try:
-                data = await decode_large(plan.decoder, body, worker.settings,
-                                          name_surrogate=False)  # fmt: skip
+                data = await decode_large(plan.decoder, body, worker.settings, name_surrogate=False)
                 tokenizer = await ready(worker.serving().tokenizer_for(scope["path_params"]["ref"]))
             except Exception:  # whatever it is, the full path answers it
                 pass

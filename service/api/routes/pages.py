@@ -81,8 +81,14 @@ async def refuse_nul(request: Request[Any, Any, Any]) -> None:
         raise NotFoundException("no such file: the path contains a NUL byte")
 
 
-def static_files(path: str, directories: Sequence[Path], *, name: str,
-                 cache_control: CacheControlHeader, **opts: Any) -> Router:  # fmt: skip
+def static_files(
+    path: str,
+    directories: Sequence[Path],
+    *,
+    name: str,
+    cache_control: CacheControlHeader,
+    **opts: Any,
+) -> Router:
     """A static-file router under `path`, protected as above."""
     return create_static_files_router(
         path,

@@ -27,8 +27,7 @@ def root() -> Redirect:
     return Redirect("/playground")
 
 
-@get("/playground", include_in_schema=False, opt={"operation": "playground"},
-     sync_to_thread=False)  # fmt: skip
+@get("/playground", include_in_schema=False, opt={"operation": "playground"}, sync_to_thread=False)
 def page() -> File:
     return File(
         ASSETS / "index.html",

@@ -11,15 +11,28 @@ from service.errors import NotReadyError
 from service.runtime import native_missing_warning
 
 
-@json_get("/healthz", name="health", tag="probes", summary="Liveness", returns="alive",
-          problems=(), traits=(AUTH_EXEMPT,))  # fmt: skip
+@json_get(
+    "/healthz",
+    name="health",
+    tag="probes",
+    summary="Liveness",
+    returns="alive",
+    problems=(),
+    traits=(AUTH_EXEMPT,),
+)
 def healthz() -> HealthResponse:
     """200 while the process runs, even while the store loads."""
     return HealthResponse(status="ok")
 
 
-@json_get("/readyz", name="health", tag="probes", summary="Readiness",
-          returns="ready to serve", traits=(AUTH_EXEMPT,))  # fmt: skip
+@json_get(
+    "/readyz",
+    name="health",
+    tag="probes",
+    summary="Readiness",
+    returns="ready to serve",
+    traits=(AUTH_EXEMPT,),
+)
 def readyz(worker: WorkerDep) -> HealthResponse:
     """200 once the store is loaded and this worker serves (with a warning while the workers serve
     different store states); 503 (problem, with `Retry-After` and the files that failed) before
@@ -32,10 +45,15 @@ def readyz(worker: WorkerDep) -> HealthResponse:
     native = native_missing_warning()  # ready, but slow: say so where operators look
     warnings = [w for w in (native, store_state.disagreement(worker.process)) if w]
     workers, loaded = lifecycle.workers_loaded(worker)
-    return HealthResponse(status="ready", tokenizers=len(registry),
-                          engine="python" if native else "native", warnings=warnings or None,
-                          workers=workers, workers_loaded=loaded,
-                          store_sha256=registry.store_sha256 or None)  # fmt: skip
+    return HealthResponse(
+        status="ready",
+        tokenizers=len(registry),
+        engine="python" if native else "native",
+        warnings=warnings or None,
+        workers=workers,
+        workers_loaded=loaded,
+        store_sha256=registry.store_sha256 or None,
+    )
 
 
 ROUTES = [healthz, readyz]

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from litestar.params import JSONBody
 
+from service.api import pieces as token_pieces
 from service.api.budget import check_output, run_work
 from service.api.dependencies import RegistryDep, WorkerDep, model_ready
 from service.api.openapi import json_post
 from service.api.routes.encoding import PIECES_COST
 from service.api.routes.models import work_size
-from service.api.wire import pieces as token_pieces
 from service.api.wire.providers import (
     AnthropicCountRequest,
     DetokenizeRequest,
@@ -34,10 +34,16 @@ from service.store.registry import Registry
 TAG = "provider-shaped"
 
 
-@json_post("/v1/messages/count_tokens", name="anthropic_count_tokens", tag=TAG,
-           summary="Count tokens, Anthropic's shape", returns="the input tokens")  # fmt: skip
-async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
-                                 data: JSONBody[AnthropicCountRequest]) -> InputTokens:  # fmt: skip
+@json_post(
+    "/v1/messages/count_tokens",
+    name="anthropic_count_tokens",
+    tag=TAG,
+    summary="Count tokens, Anthropic's shape",
+    returns="the input tokens",
+)
+async def anthropic_count_tokens(
+    registry: RegistryDep, worker: WorkerDep, data: JSONBody[AnthropicCountRequest]
+) -> InputTokens:
     """Anthropic's `messages/count_tokens` request (`model`, `system`, `messages` with text,
     image, thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
     `/v1/models/{model}/count` counts the same conversation (images by the model's rule)."""
@@ -51,9 +57,13 @@ async def anthropic_count_tokens(registry: RegistryDep, worker: WorkerDep,
     return InputTokens(input_tokens=await run_work(size, count))
 
 
-@json_post("/v1/responses/input_tokens", name="responses_input_tokens", tag=TAG,
-           summary="Count input tokens, OpenAI Responses' shape",
-           returns="the input tokens")  # fmt: skip
+@json_post(
+    "/v1/responses/input_tokens",
+    name="responses_input_tokens",
+    tag=TAG,
+    summary="Count input tokens, OpenAI Responses' shape",
+    returns="the input tokens",
+)
 async def responses_input_tokens(
     registry: RegistryDep, worker: WorkerDep, data: JSONBody[ResponsesInputRequest]
 ) -> ResponsesInputTokens:
@@ -73,10 +83,16 @@ async def responses_input_tokens(
     )
 
 
-@json_post("/tokenize", name="vllm_tokenize", tag=TAG, summary="Tokenize, vLLM's shape",
-           returns="the ids, their count and the model's context window")  # fmt: skip
-async def tokenize(registry: RegistryDep, worker: WorkerDep,
-                   data: JSONBody[TokenizeRequest]) -> TokenizeResponse:  # fmt: skip
+@json_post(
+    "/tokenize",
+    name="vllm_tokenize",
+    tag=TAG,
+    summary="Tokenize, vLLM's shape",
+    returns="the ids, their count and the model's context window",
+)
+async def tokenize(
+    registry: RegistryDep, worker: WorkerDep, data: JSONBody[TokenizeRequest]
+) -> TokenizeResponse:
     """vLLM's `/tokenize`: a `prompt` encoded by the model's tokenizer (special-token literals
     become their ids, as vLLM does), or `messages` rendered by the model's chat format (exact
     formats only: an estimated model has no ids)."""
@@ -97,28 +113,48 @@ async def tokenize(registry: RegistryDep, worker: WorkerDep,
         if data.prompt is not None:
             return tok.encode(data.prompt, allowed_special="all")
         counted = billing.count_conversation(
-            registry, data.model, data.messages or [], data.tools, breakdown=False,
+            registry,
+            data.model,
+            data.messages or [],
+            data.tools,
+            breakdown=False,
             add_generation_prompt=data.add_generation_prompt,
-            template_kwargs=data.chat_template_kwargs, deadline=deadline,
-            max_chars=worker.settings.max_body_bytes * 4)  # fmt: skip
+            template_kwargs=data.chat_template_kwargs,
+            deadline=deadline,
+            max_chars=worker.settings.max_body_bytes * 4,
+        )
         if counted.count.ids is None:
-            how = ("images count by an estimate" if counted.count.method != "openai-estimate"
-                   else f"{model.ref} counts by an estimate ({counted.count.method})")  # fmt: skip
+            how = (
+                "images count by an estimate"
+                if counted.count.method != "openai-estimate"
+                else f"{model.ref} counts by an estimate ({counted.count.method})"
+            )
             raise ChatInputError(None, "messages", f"{how}; there are no token ids")
         return counted.count.ids
 
     kwargs = data.chat_template_kwargs
     size = len(data.prompt or "") + work_size(data.messages or [], data.tools, kwargs, False)
-    tokens, strs = await run_work(size * (PIECES_COST if data.return_token_strs else 1),
-                                  ids_and_strs)  # fmt: skip
-    return TokenizeResponse(count=len(tokens), max_model_len=model.profile.context_window,
-                            tokens=tokens, token_strs=strs)  # fmt: skip
+    tokens, strs = await run_work(
+        size * (PIECES_COST if data.return_token_strs else 1), ids_and_strs
+    )
+    return TokenizeResponse(
+        count=len(tokens),
+        max_model_len=model.profile.context_window,
+        tokens=tokens,
+        token_strs=strs,
+    )
 
 
-@json_post("/detokenize", name="vllm_detokenize", tag=TAG, summary="Detokenize, vLLM's shape",
-           returns="the text")  # fmt: skip
-async def detokenize(registry: RegistryDep, worker: WorkerDep,
-                     data: JSONBody[DetokenizeRequest]) -> DetokenizeResponse:  # fmt: skip
+@json_post(
+    "/detokenize",
+    name="vllm_detokenize",
+    tag=TAG,
+    summary="Detokenize, vLLM's shape",
+    returns="the text",
+)
+async def detokenize(
+    registry: RegistryDep, worker: WorkerDep, data: JSONBody[DetokenizeRequest]
+) -> DetokenizeResponse:
     """vLLM's `/detokenize`: ids decoded by the model's tokenizer, special tokens included, bytes
     of an unfinished character as U+FFFD."""
     model = await model_ready(registry, data.model)
@@ -131,11 +167,22 @@ async def detokenize(registry: RegistryDep, worker: WorkerDep,
     return DetokenizeResponse(prompt=await run_work(len(data.tokens) * 4, text))
 
 
-def _input_tokens(registry: Registry, model: str, chat: providers.Conversation,
-                  max_body_bytes: int, deadline: Deadline) -> int:  # fmt: skip
-    counted = billing.count_conversation(registry, model, chat.messages, chat.tools,
-                                         breakdown=False, max_chars=max_body_bytes * 4,
-                                         deadline=deadline)  # fmt: skip
+def _input_tokens(
+    registry: Registry,
+    model: str,
+    chat: providers.Conversation,
+    max_body_bytes: int,
+    deadline: Deadline,
+) -> int:
+    counted = billing.count_conversation(
+        registry,
+        model,
+        chat.messages,
+        chat.tools,
+        breakdown=False,
+        max_chars=max_body_bytes * 4,
+        deadline=deadline,
+    )
     return counted.count.input_tokens
 
 

@@ -9,12 +9,16 @@ from service.api.dependencies import TokenizerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
 from service.api.wire import textops as wire
-from service.bpe import textops
+from service.bpe.text import budgets
 
 
-@json_post("/v1/tokenizers/{ref:str}/truncate", name="truncate", tag="text budgets",
-           summary="Truncate text to a token budget",
-           returns="the kept text, its count and offsets")  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/truncate",
+    name="truncate",
+    tag="text budgets",
+    summary="Truncate text to a token budget",
+    returns="the kept text, its count and offsets",
+)
 async def truncate(
     tokenizer: TokenizerDep, data: JSONBody[wire.TruncateRequest]
 ) -> wire.TruncateResponse:
@@ -23,22 +27,32 @@ async def truncate(
     code points. Special-token literals count as ordinary text."""
     cut = await run_work(
         len(data.text),
-        lambda d: textops.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep, d),
+        lambda d: budgets.truncate(tokenizer.tokenizer, data.text, data.max_tokens, data.keep, d),
     )
-    return wire.TruncateResponse(text=cut.text, count=cut.count, truncated=cut.truncated,
-                            start=cut.start, end=cut.end, tokenizer=ref_of(tokenizer))  # fmt: skip
+    return wire.TruncateResponse(
+        text=cut.text,
+        count=cut.count,
+        truncated=cut.truncated,
+        start=cut.start,
+        end=cut.end,
+        tokenizer=ref_of(tokenizer),
+    )
 
 
-@json_post("/v1/tokenizers/{ref:str}/chunk", name="chunk", tag="text budgets",
-           summary="Split text into token-bounded chunks",
-           returns="the chunks, in order")  # fmt: skip
+@json_post(
+    "/v1/tokenizers/{ref:str}/chunk",
+    name="chunk",
+    tag="text budgets",
+    summary="Split text into token-bounded chunks",
+    returns="the chunks, in order",
+)
 async def chunk(tokenizer: TokenizerDep, data: JSONBody[wire.ChunkRequest]) -> wire.ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, in order, with code point offsets;
     each chunk after the first repeats the longest end of the previous one with at most `overlap`
     tokens. Special-token literals count as ordinary text."""
     cuts = await run_work(
         len(data.text),
-        lambda d: textops.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d),
+        lambda d: budgets.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d),
     )
     return wire.ChunkResponse(
         chunks=[wire.ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],

@@ -117,9 +117,11 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     ] = None
     closest: Annotated[
         list[str] | None,
-        doc("unknown-tokenizer, unknown-model: the served names closest to the one asked for",
-            ["cl100k_base@1"]),
-    ] = None  # fmt: skip
+        doc(
+            "unknown-tokenizer, unknown-model: the served names closest to the one asked for",
+            ["cl100k_base@1"],
+        ),
+    ] = None
     limit: Annotated[int | None, doc("limit-exceeded, too-many-streams: the limit", 1024)] = None
     token: Annotated[str | None, doc("disallowed-special-token: the literal", "<|endoftext|>")] = (
         None

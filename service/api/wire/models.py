@@ -85,10 +85,12 @@ class ModelInfo(ResponseBody, frozen=True):
     prices: Annotated[PriceInfo | None, doc("its list prices, if a price file has them")] = None
     images: Annotated[
         dict[str, Any] | None,
-        doc("how its image parts count, as in the profile (`rule`: openai-tiles, openai-patches, "
-            "anthropic or fixed); absent: images are refused", {"rule": "openai-tiles",
-                                                               "base": 85, "per_tile": 170}),
-    ] = None  # fmt: skip
+        doc(
+            "how its image parts count, as in the profile (`rule`: openai-tiles, openai-patches, "
+            "anthropic or fixed); absent: images are refused",
+            {"rule": "openai-tiles", "base": 85, "per_tile": 170},
+        ),
+    ] = None
 
 
 class ModelListResponse(ResponseBody, frozen=True):
@@ -152,8 +154,9 @@ class ChatRequestParams(RequestBody, frozen=True):
     def ignored(self) -> list[str] | None:
         """The OpenAI parameters this body carries that the count does not use (None: none)."""
         used = ("max_tokens", "max_completion_tokens") if isinstance(self, EstimateRequest) else ()
-        names = [name for name in _OPENAI_PARAMS
-                 if name not in used and _given(getattr(self, name))]  # fmt: skip
+        names = [
+            name for name in _OPENAI_PARAMS if name not in used and _given(getattr(self, name))
+        ]
         return names or None
 
 
@@ -251,9 +254,10 @@ class EstimateRequest(ChatRequestParams, frozen=True, kw_only=True):
     ] = None
     max_output_tokens: Annotated[
         Tokens | None,
-        doc("the request's output limit, priced as the worst case (default: no output priced)",
-            1000),
-    ] = None  # fmt: skip
+        doc(
+            "the request's output limit, priced as the worst case (default: no output priced)", 1000
+        ),
+    ] = None
     output_tokens: Annotated[
         Tokens | None, doc("an expected number of output tokens instead of the limit", 100)
     ] = None

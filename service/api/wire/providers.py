@@ -28,9 +28,11 @@ class AnthropicCountRequest(ProviderRequest, frozen=True, forbid_unknown_fields=
 
     messages: Annotated[
         list[dict[str, Any]],
-        doc("messages, `user` or `assistant`; content a string or blocks",
-            [{"role": "user", "content": "Hello, world"}]),
-    ]  # fmt: skip
+        doc(
+            "messages, `user` or `assistant`; content a string or blocks",
+            [{"role": "user", "content": "Hello, world"}],
+        ),
+    ]
     system: Annotated[
         str | list[dict[str, Any]] | None, doc("the system prompt: a string or text blocks")
     ] = None

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from service.bpe.assembly_options import AssemblyOptions
+from service.bpe.stream.options import AssemblyOptions
 
 SpecialList = list[str] | Literal["all"]
 Ids = list[int]
@@ -63,8 +63,13 @@ class StreamOptions(Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
     def sent(self) -> str | None:
         """The first option this message carries, if any."""
-        for name in ("stop", "include_stop_str_in_output", "prompt_ids", "skip_special_tokens",
-                     "spaces_between_special_tokens"):  # fmt: skip
+        for name in (
+            "stop",
+            "include_stop_str_in_output",
+            "prompt_ids",
+            "skip_special_tokens",
+            "spaces_between_special_tokens",
+        ):
             if getattr(self, name) is not None:
                 return name
         return None
@@ -82,7 +87,7 @@ class StreamOptions(Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 class RequestBody(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     def size(self) -> tuple[int, int]:
         """(items, ids) the body asks to work on: checked against the batch limits as it is
-        decoded, before any work (`service.api.wire.bodies`)."""
+        decoded, before any work (`service.api.bodies`)."""
         return 1, 0
 
 

@@ -1,11 +1,11 @@
 /* service.bpe._native: the native BPE engine (pre-tokenizers for the shipped patterns, both merge
-   rules). Typed wrapper: service/bpe/native.py; reference: service/bpe/engine.py's PythonEngine.
+   rules). Typed wrapper: service/bpe/engine/native.py; reference: service/bpe/engine/python.py's PythonEngine.
    Tables are read-only after construction, so any number of threads may encode at once; the GIL
    is released while a text of GIL_THRESHOLD bytes or more is encoded. The mutable parts are the
    process's piece cache (piece_cache.h), shared by every engine and safe for that, and each
    engine's hot pieces (hot_pieces.h), taken by one call at a time; caches_module.h has the
    module's functions that size and report them. normal_spans.h: the spans of a text NFC or NFKC
-   may change (for service/bpe/normalforms.py).
+   may change (for service/bpe/pipeline/normal_forms.py).
    This file is the CPython module: the Engine type's method and attribute tables and the module's
    own functions. The Engine's methods are in engine_calls.h and words_call.h (encode_words), its
    construction and end in engine_life.h, the conversions between Python objects and the engine's

@@ -135,7 +135,7 @@ done:
 
 /* How many merges, from the first, join a lead byte (or what such a merge made) and a continuation
    byte into an id not seen before: SentencePiece-style characters rebuilt from their bytes
-   (service/bpe/bytefallback.py), which pt_chars spends at once. Ranks are positions (free ids). */
+   (service/bpe/pipeline/byte_fallback.py), which pt_chars spends at once. Ranks are positions (free ids). */
 static uint32_t char_ranks_of(const pair_table *t, const uint32_t *v, size_t count) {
     uint32_t top = 0;
     for (int b = 0; b < 256; b++) top = t->byte_ids[b] > top ? t->byte_ids[b] : top;

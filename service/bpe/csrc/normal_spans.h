@@ -1,5 +1,5 @@
 /* normal_spans.h: the stretches of a text that NFC (or NFKC) may change, for
-   service/bpe/normalforms.py, which normalizes only those with `unicodedata` and keeps the rest.
+   service/bpe/pipeline/normal_forms.py, which normalizes only those with `unicodedata` and keeps the rest.
 
    The quick check of UAX #15 over the str's own storage, with the combining classes and quick-check
    values of normal_tables.h (generated from Python's unicodedata, its version in

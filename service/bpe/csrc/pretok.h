@@ -1,4 +1,4 @@
-/* Hand-written pre-tokenizers for the shipped patterns (service/store/presets.py).
+/* Hand-written pre-tokenizers for the shipped patterns (service/store/formats/presets.py).
 
 Each `scan_*` returns the end of the piece that starts at byte `p` of valid UTF-8 text `s[0:n]`,
 exactly as tiktoken's regex engine (leftmost-first alternation, greedy with backtracking,

@@ -1,4 +1,4 @@
-/* Chained pre-tokenizers of format v2 files (service/store/chains.py), each as one scanner: the
+/* Chained pre-tokenizers of format v2 files (service/store/formats/chains.py), each as one scanner: the
    pieces the chain of `Split` steps gives, as Hugging Face `tokenizers` cuts them.
 
 DeepSeek V3 and V4 run three `Split` steps, each `isolated` (gaps between matches are pieces

@@ -1,0 +1,234 @@
+"""Normalizer and pre-tokenizer steps of Hugging Face `tokenizers`, reimplemented exactly.
+
+A normalizer maps a stretch of text to text and says whether the result still begins at the
+original's first character (what `prepend_scheme: first` asks: a leading strip moves it). A
+pre-tokenizer step maps one piece to pieces; steps run in order, each on every piece the previous
+step made; empty pieces are dropped, as the reference drops them. A step is told whether its piece
+begins at the very start of the caller's text (`at_start`) and answers with its pieces and whether
+the first of them begins where its piece began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import regex
+
+from service.bpe.deadline import checkpoint
+from service.bpe.pipeline import normal_forms
+
+Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
+Normalize = Callable[[str, bool], tuple[str, bool]]
+PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
+
+# Hugging Face's ByteLevel regex (GPT-2's), and Rust's char classes in `regex` syntax
+BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+CHECK_EVERY = 4096  # pieces (or segments) between two checks of the work's deadline
+_WHITESPACE = r"\p{White_Space}"
+_PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
+_WORD_RUNS = r"\w+|[^\w\s]+"
+
+
+# --- normalizers ------------------------------------------------------------------------------
+def unicode_form(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Normalize:
+    normal_forms.prepare(form)  # as the tokenizer loads, not on a request's first run of marks
+
+    def normalize(text: str, origin: bool) -> tuple[str, bool]:
+        return normal_forms.normalize(form, text), origin
+
+    return normalize
+
+
+def lowercase() -> Normalize:
+    return lambda text, origin: (text.lower(), origin)
+
+
+def replace(pattern: str, content: str, *, is_regex: bool) -> Normalize:
+    if not is_regex and pattern:  # a string: str.replace, leftmost non-overlapping as the regex
+        return lambda text, origin: (
+            text.replace(pattern, content),
+            origin and (bool(content) or not text.startswith(pattern)),
+        )
+    compiled = regex.compile(pattern if is_regex else regex.escape(pattern))
+
+    def normalize(text: str, origin: bool) -> tuple[str, bool]:
+        if not pattern:
+            return text, origin
+        first = compiled.search(text)
+        if first is None:
+            return text, origin
+        # a match at the start replaced by nothing leaves a text beginning later in the original
+        moved = first.start() == 0 and not content and first.end() > 0
+        return compiled.sub(lambda _: content, text), origin and not moved
+
+    return normalize
+
+
+def prepend(prefix: str) -> Normalize:
+    return lambda text, origin: ((prefix + text) if text else text, origin)
+
+
+def strip(*, left: bool, right: bool) -> Normalize:
+    lead = regex.compile(_WHITESPACE + "+")
+
+    def normalize(text: str, origin: bool) -> tuple[str, bool]:
+        out = text
+        if left and (m := lead.match(out)):
+            out, origin = out[m.end() :], False
+        if right:
+            out = regex.sub(_WHITESPACE + "+$", "", out)
+        return out, origin
+
+    return normalize
+
+
+# --- pre-tokenizers ---------------------------------------------------------------------------
+def _spans(text: str, matcher: regex.Pattern[str], invert: bool) -> list[tuple[int, int, bool]]:
+    """(start, end, is_match) covering `text`, gaps between matches included."""
+    out: list[tuple[int, int, bool]] = []
+    previous = 0
+    for m in matcher.finditer(text):
+        if m.start() == m.end():
+            continue
+        if m.start() > previous:
+            out.append((previous, m.start(), invert))
+        out.append((m.start(), m.end(), not invert))
+        previous = m.end()
+    if previous < len(text):
+        out.append((previous, len(text), invert))
+    return out
+
+
+def _combine(spans: list[tuple[int, int, bool]], behavior: Behavior) -> list[tuple[int, int]]:
+    """The reference's `SplitDelimiterBehavior` over the spans."""
+    if behavior == "removed":
+        return [(a, b) for a, b, match in spans if not match]
+    if behavior == "isolated":
+        return [(a, b) for a, b, _ in spans]
+    acc: list[list[int]] = []
+    previous_match = False
+    if behavior == "merged_with_next":
+        for a, b, match in reversed(spans):
+            if match and not previous_match and acc:
+                acc[-1][0] = a
+            else:
+                acc.append([a, b])
+            previous_match = match
+        return [(a, b) for a, b in reversed(acc)]
+    for a, b, match in spans:
+        if behavior == "merged_with_previous":
+            merge = match and not previous_match
+        else:  # contiguous
+            merge = match == previous_match
+        if merge and acc:
+            acc[-1][1] = b
+        else:
+            acc.append([a, b])
+        previous_match = match
+    return [(a, b) for a, b in acc]
+
+
+def split(pattern: str, behavior: Behavior, *, is_regex: bool, invert: bool) -> PreTokenize:
+    source = pattern if is_regex else regex.escape(pattern)
+    matcher = regex.compile(source)
+    fast = _isolating(source) if behavior == "isolated" and matcher.groups == 0 else None
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        if fast is not None:
+            parts = fast(text)  # gaps and matches alternate; a match is never empty here
+            if all(parts[1::2]):
+                return [p for p in parts if p], True
+        cuts = [(a, b) for a, b in _combine(_spans(text, matcher, invert), behavior) if b > a]
+        return [text[a:b] for a, b in cuts], bool(cuts) and cuts[0][0] == 0
+
+    return pre_tokenize
+
+
+def _isolating(source: str) -> Callable[[str], list[str]] | None:
+    """`regex.split` with the whole pattern captured: the `isolated` cut at C speed, exact
+    whenever no match is empty (the reference skips empty matches; the caller checks)."""
+    try:
+        wrapped = regex.compile(f"({source})")
+    except regex.error:
+        return None
+    split_all: Callable[[str], list[str]] = wrapped.split
+    return split_all
+
+
+def matches(pattern: str) -> PreTokenize:
+    """A file's `pattern` (format v1's meaning, tiktoken's): the pieces are its matches, text no
+    match covers is dropped."""
+    findall = regex.compile(pattern).findall
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        found = [p for p in findall(text) if p]
+        return found, bool(found) and text.startswith(found[0])
+
+    return pre_tokenize
+
+
+def byte_level(*, add_prefix_space: bool, use_regex: bool) -> PreTokenize:
+    splitter = split(BYTE_LEVEL_REGEX, "isolated", is_regex=True, invert=False)
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        if add_prefix_space and not text.startswith(" "):
+            text = " " + text
+        return splitter(text, at_start) if use_regex else ([text], True)
+
+    return pre_tokenize
+
+
+def metaspace(
+    replacement: str, scheme: Literal["first", "always", "never"], *, split_pieces: bool
+) -> PreTokenize:
+    splitter = split(replacement, "merged_with_next", is_regex=False, invert=False)
+
+    def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
+        text = text.replace(" ", replacement)
+        if not text.startswith(replacement) and (
+            scheme == "always" or (scheme == "first" and at_start)
+        ):
+            text = replacement + text
+        return splitter(text, at_start) if split_pieces else ([text], True)
+
+    return pre_tokenize
+
+
+def digits(*, individual: bool) -> PreTokenize:
+    return split(r"\p{N}", "isolated" if individual else "contiguous", is_regex=True, invert=False)
+
+
+def punctuation(behavior: Behavior) -> PreTokenize:
+    return split(_PUNCTUATION, behavior, is_regex=True, invert=False)
+
+
+def whitespace() -> PreTokenize:
+    return split(_WORD_RUNS, "removed", is_regex=True, invert=True)
+
+
+def whitespace_split() -> PreTokenize:
+    return split(_WHITESPACE + "+", "removed", is_regex=True, invert=False)
+
+
+def run_normalizers(steps: Sequence[Normalize], text: str, origin: bool) -> tuple[str, bool]:
+    for step in steps:
+        text, origin = step(text, origin)
+    return text, origin
+
+
+def run_pre_tokenizers(steps: Sequence[PreTokenize], text: str, at_start: bool) -> list[str]:
+    """The pieces of `text` (a Python loop over every piece of every step: the work's deadline is
+    checked every `CHECK_EVERY` pieces)."""
+    pieces = [text] if text else []
+    for step in steps:
+        out: list[str] = []
+        for i, piece in enumerate(pieces):
+            if i % CHECK_EVERY == CHECK_EVERY - 1:
+                checkpoint()
+            got, starts = step(piece, at_start and i == 0)
+            if i == 0:
+                at_start = at_start and starts and bool(got)
+            out += got
+        pieces = out
+    return pieces

@@ -1,0 +1,99 @@
+"""Format v2's rules on the text pipeline and the added tokens that a JSON Schema cannot express
+(used by `service.store.validation`; every error names the offending entry)."""
+
+from __future__ import annotations
+
+import regex
+
+from service.store.formats.tokenizer import V2_FIELDS, TokenizerFile
+from service.store.pipeline.format import (
+    DecodeMetaspace,
+    DecodeReplace,
+    DecodeStrip,
+    Replace,
+    Split,
+)
+
+
+class BrokenRule(Exception):  # noqa: N818 (internal: carries a broken rule to validate())
+    def __init__(self, entry: str, reason: str) -> None:
+        self.entry, self.reason = entry, reason
+
+
+def check_version(tf: TokenizerFile) -> None:
+    if tf.format_version == 1:
+        for name in V2_FIELDS:
+            if getattr(tf, name) is not None:
+                raise BrokenRule(name, "is a format v2 field: set format_version to 2")
+        return
+    if tf.pre_tokenizers is not None and tf.pattern is not None:
+        raise BrokenRule("pattern", "must be null when pre_tokenizers are given")
+    if tf.normalizers is not None and tf.normalization != "none":
+        raise BrokenRule("normalization", 'must be "none" when normalizers are given')
+    for i, norm in enumerate(tf.normalizers or ()):
+        if isinstance(norm, Replace) and norm.regex:
+            _compiles(f"normalizers[{i}].pattern", norm.pattern)
+    for i, pre in enumerate(tf.pre_tokenizers or ()):
+        if isinstance(pre, Split):
+            if not pre.pattern:
+                raise BrokenRule(f"pre_tokenizers[{i}].pattern", "must not be empty")
+            if pre.regex:
+                _compiles(f"pre_tokenizers[{i}].pattern", pre.pattern)
+    for i, step in enumerate(tf.decoder or ()):
+        if isinstance(step, DecodeReplace) and len(step.pattern) != 1:
+            raise BrokenRule(f"decoder[{i}].pattern", "must be one character")
+        if isinstance(step, DecodeStrip) and len(step.content) != 1:
+            raise BrokenRule(f"decoder[{i}].content", "must be one character")
+        if isinstance(step, DecodeMetaspace) and len(step.replacement) != 1:
+            raise BrokenRule(f"decoder[{i}].replacement", "must be one character")
+
+
+def _compiles(entry: str, pattern: str) -> None:
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        raise BrokenRule(entry, f"does not compile: {exc}") from None
+
+
+def check_byte_fallback(tf: TokenizerFile, tokens: dict[int, bytes]) -> set[int]:
+    """Define the fallback tokens; return the ids no merge may use: the fallback tokens of the
+    bytes 0x80-0xFF, which the synthetic character merges consume first (that is what makes
+    them exact)."""
+    if tf.byte_fallback is None:
+        return set()
+    if tf.rule != "pairs":
+        raise BrokenRule("byte_fallback", "is only allowed with the pairs rule")
+    if len(tf.byte_fallback) != 256:
+        raise BrokenRule("byte_fallback", f"must list 256 ids, has {len(tf.byte_fallback)}")
+    byte_ids = tf.ids_of_bytes
+    for b, tid in enumerate(tf.byte_fallback):
+        if tid == byte_ids[b]:
+            continue
+        if tid in tokens:
+            raise BrokenRule(f"byte_fallback[{b}]", f"id {tid} is already defined")
+        tokens[tid] = bytes([b])
+    return set(tf.byte_fallback[0x80:])
+
+
+def check_added(tf: TokenizerFile, tokens: list[bytes | None]) -> None:
+    owner: dict[int, str] = {}
+    for text, tid in tf.special_tokens.items():
+        owner[tid] = text
+    for i, added in enumerate(tf.added_tokens or ()):
+        entry = f"added_tokens[{i}]"
+        if not added.content:
+            raise BrokenRule(entry, "an added token needs a non-empty content")
+        if added.id in owner:
+            raise BrokenRule(entry, f"id {added.id} is also the id of {owner[added.id]!r}")
+        vocab_bytes = tokens[added.id] if added.id < len(tokens) else None
+        if (
+            vocab_bytes is not None
+            and not added.normalized
+            and vocab_bytes != added.content.encode()
+        ):
+            raise BrokenRule(entry, f"id {added.id} is a token with other bytes")
+        owner[added.id] = added.content
+    if tf.template is not None:
+        for i, tid in enumerate([*tf.template.prefix, *tf.template.suffix]):
+            if tid not in owner and not (tid < len(tokens) and tokens[tid] is not None):
+                raise BrokenRule(f"template[{i}]", f"id {tid} is no token")
