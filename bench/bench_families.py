@@ -193,7 +193,7 @@ def tokenizer_json(name: str, families: Path, scratch: Path, store: Path) -> Pat
             [
                 sys.executable,
                 "-m",
-                "service.cli.main",
+                "service.cli.commands",
                 "import",
                 "hf",
                 str(families / spec),

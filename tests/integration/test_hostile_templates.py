@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from service.cli.main import main
+from service.cli import main
 from tests.support.server import start_server, stop_server
 from tests.support.testdata import vocab_file
 

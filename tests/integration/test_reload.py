@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.cli.main import main as toksvc
+from service.cli import main as toksvc
 from tests.support.server import Server, start_server, stop_server
 from tests.support.testdata import corpus_text
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli.main import main
+from service.cli import main
 from service.settings import BUNDLED_STORE
 from tests.support.testdata import vocab_file
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli.main import main
+from service.cli import main
 from service.store.formats.tokenizer import parse
 
 TEXT = "Hello, world: the quick brown fox.\nA second line.\n"

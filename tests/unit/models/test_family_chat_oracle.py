@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from service.cli.main import main
+from service.cli import main
 from service.errors import TemplateError
 from service.models.billing import count_conversation
 from service.runtime import engine_factory

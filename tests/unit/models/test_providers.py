@@ -358,7 +358,7 @@ def test_the_cli_takes_a_model_name_and_truncates_and_chunks(
     capsys: pytest.CaptureFixture[str], registry: Registry
 ) -> None:
     from service.bpe.text import budgets  # noqa: PLC0415
-    from service.cli.main import main  # noqa: PLC0415
+    from service.cli import main  # noqa: PLC0415
 
     text = "Hello, world. How are you?"
     tok = registry.resolve("o200k_base").tokenizer

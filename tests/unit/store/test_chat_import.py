@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from service.cli.main import main
+from service.cli import main
 from service.models.billing import count_conversation
 from service.runtime import engine_factory
 from service.store.loader import load_store

@@ -17,7 +17,7 @@ import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
-from service.cli.main import main
+from service.cli import main
 from service.errors import FormatError, TokenizerUnavailableError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
