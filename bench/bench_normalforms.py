@@ -133,7 +133,8 @@ def main() -> None:
                 f"{old / new if new else float('inf'):6.1f}x"
             )
     if args.tokenizer:
-        tok = fresh(args.tokenizer).tokenizer
+        loaded = fresh(args.tokenizer)
+        tok = loaded.tokenizer
         text = (CORPUS / "hi_devanagari.txt").read_text("utf-8")
 
         def without() -> object:
@@ -146,7 +147,7 @@ def main() -> None:
         assert without() == tok.encode_ordinary(text)
         old, new = best([without, lambda: tok.encode_ordinary(text)], args.repeat)
         print(
-            f"{args.tokenizer} ({tok.normalization}) encode_ordinary hi_devanagari: by lines "
+            f"{args.tokenizer} ({loaded.normalization}) encode_ordinary hi_devanagari: by lines "
             f"{old:.2f} ms, by spans {new:.2f} ms"
         )
     if args.dense:

@@ -19,7 +19,6 @@ from service.bpe.engine import native
 from service.bpe.engine.native import NativeEngine
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
-from service.store.engines import SCANNER_OF
 from service.store.loader import load_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +36,7 @@ def main() -> None:
     vocab, pattern = loaded.tokenizer.vocab, loaded.pattern
     if vocab.rule != "pairs" or not loaded.self_consistent:
         raise SystemExit(f"{args.only} is not a self-consistent pairs vocabulary")
-    scanner = SCANNER_OF.get(pattern) if pattern is not None else None
+    scanner = native.scanner_of(pattern)
     hot = Settings().hot_piece_bytes
 
     def engine(as_ranks: bool) -> NativeEngine:

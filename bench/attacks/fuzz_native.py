@@ -341,13 +341,10 @@ def fuzz_texts() -> st.SearchStrategy[str]:
 def shipped_engines(registry: Registry) -> tuple[list[Named], list[Twins]]:
     """Every shipped tokenizer's engine as served, the same vocabulary with no pattern and with
     a custom one (each with the bytes of its ids), and the twins of rules_check."""
-    from service.bpe.engine.native import NativeEngine
-    from service.store.engines import SCANNER_OF
+    from service.bpe.engine.native import NativeEngine, scanner_of
 
     engines: list[Named] = []
-    twins: list[
-        Twins
-    ] = []  # (pairs rule, ranks rule as served) of each self-consistent pairs vocabulary
+    twins: list[Twins] = []  # (pairs rule, ranks rule as served) of each self-consistent pairs
     for t in registry:
         assert isinstance(t.tokenizer.engine, NativeEngine)
         vocab = t.tokenizer.vocab
@@ -355,11 +352,11 @@ def shipped_engines(registry: Registry) -> tuple[list[Named], list[Twins]]:
         # bytes (synthetic merges); their bytes are those of the byte-fallback ids they expand to
         tokens = list(vocab.tokens)
         pipeline = t.tokenizer.pipeline
-        for made, parts in (pipeline.expand if pipeline is not None else {}).items():
+        for made, parts in pipeline.expand.items():
             tokens[made] = b"".join(vocab.tokens[i] or b"" for i in parts)
         engines.append((t.ref, t.tokenizer.engine, tokens))
-        if vocab.rule == "pairs" and t.self_consistent and pipeline is None:
-            scanner = SCANNER_OF.get(t.pattern) if t.pattern is not None else None
+        if vocab.rule == "pairs" and t.self_consistent and pipeline.engine_cuts:
+            scanner = scanner_of(t.pattern)
             twins.append(
                 (
                     NativeEngine(vocab, t.pattern, scanner),

@@ -4,9 +4,10 @@ Standard library and `regex` only; nothing here knows about files or HTTP.
 """
 
 from service.bpe.engine.python import Engine, PythonEngine
+from service.bpe.pipeline.normalizers import Normalization
 from service.bpe.specials import SpecialSet
 from service.bpe.stream.utf8 import StreamDecoder
-from service.bpe.tokenizer import Errors, Normalization, Tokenizer
+from service.bpe.tokenizer import Errors, Tokenizer
 from service.bpe.trainer import TrainedModel, train
 from service.bpe.vocab import Rule, Vocabulary
 

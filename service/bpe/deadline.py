@@ -21,6 +21,8 @@ from collections.abc import Iterator
 
 from service.errors import LimitExceededError, WorkStoppedError
 
+CHECK_EVERY = 4096  # pieces (or segments) a loop handles between two checkpoint() calls
+
 
 class Deadline:
     def __init__(self, seconds: float = math.inf) -> None:

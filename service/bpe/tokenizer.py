@@ -1,12 +1,16 @@
-"""The tokenizer front: normalization and special tokens in front of an engine, and decoding.
+"""The tokenizer front: a text pipeline in front of an engine, and decoding.
+
+Every tokenizer has a pipeline (service/bpe/pipeline): added tokens, normalizers, pre-tokenizers
+and decoder steps. A format v1 file's is a degenerate one (`Pipeline.for_engine`): its special
+tokens are special added tokens, its Unicode form the one normalizer, and its pattern the
+engine's own, so the engine cuts and merges each stretch itself, through the text cache, and
+counts without building a list of ids.
 
 Special tokens follow tiktoken's policy. `disallowed_special` (default "all": every special token
 not allowed) makes text that contains such a literal an error naming it; `allowed_special` (a set,
 or "all") encodes those literals as their special ids; any other literal is ordinary text.
-
 Special tokens are found in the raw text, before normalization, so normalization can neither hide a
 special token nor make one (NFKC would turn a fullwidth look-alike into the real literal).
-Normalization then applies to each stretch of ordinary text between allowed special tokens.
 """
 
 from __future__ import annotations
@@ -17,25 +21,20 @@ from functools import partial
 from typing import Literal, TypeVar
 
 from service.bpe.engine.native import NativeEngine
-from service.bpe.engine.python import Engine, PieceEngine
+from service.bpe.engine.python import Engine
 from service.bpe.engine.text_cache import TextCache
 from service.bpe.idbytes import IdBytes
-from service.bpe.pipeline import normal_forms
+from service.bpe.pipeline.normalizers import Normalization
 from service.bpe.pipeline.pipeline import EncodeWords, Pipeline, ScanText, StretchMemo
 from service.bpe.pipeline.wordcut import contexts
-from service.bpe.specials import SpecialSet, SpecialTokens, splitter
+from service.bpe.specials import SpecialSet, SpecialTokens
 from service.bpe.vocab import Vocabulary
-from service.errors import (
-    EngineFailureError,
-    ToksvcError,
-    UndecodableBytesError,
-)
+from service.errors import EngineFailureError, ToksvcError, UndecodableBytesError
 
-Normalization = Literal["none", "NFC", "NFKC"]
 Errors = Literal["strict", "replace"]
 R = TypeVar("R")
-# what must never be caught at the engine boundary: the process's or the task's own end
-# the process's own exits, and typed errors (a work's deadline checked inside the pipeline)
+# what must never be caught at the engine boundary: the process's own exits, and typed errors
+# (a work's deadline checked inside the pipeline)
 _PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError, ToksvcError)
 
 
@@ -52,51 +51,43 @@ class Tokenizer:
         nonspecial: Collection[str] = (),
         pipeline: Pipeline | None = None,
     ) -> None:
-        """`cache` keeps whole ordinary texts -> ids; `cache_owner` must name this exact
-        vocabulary (the store uses the file's sha256). `nonspecial`: literals of
-        `special_tokens` that are added tokens but not special (kept by `skip_special_tokens`).
-        `pipeline` (format v2): the added tokens, normalizers, pre-tokenizers and decoder of a
-        Hugging Face file; its engine then only merges the pieces it cuts, and `normalization`
-        is part of it."""
+        """Either `special_tokens` and `normalization` (a format v1 tokenizer, whose engine was
+        built with its pattern), or a `pipeline` (format v2: its engine only merges the pieces
+        the pipeline cuts). `cache` keeps whole ordinary texts -> ids where the engine cuts;
+        `cache_owner` must name this exact vocabulary (the store uses the file's sha256).
+        `nonspecial`: literals of the special tokens that are added tokens but not special
+        (kept by `skip_special_tokens`)."""
+        if pipeline is None:
+            pipeline = Pipeline.for_engine(special_tokens or {}, normalization)
+        elif special_tokens or normalization != "none":
+            raise ValueError("a pipeline holds its own special tokens and normalizers")
         self.vocab = vocab
         self.engine = engine
-        self._cache = cache
-        self._owner = cache_owner
         self.pipeline = pipeline
-        self.special_tokens: dict[str, int] = dict(special_tokens or {})
-        self.normalization = normalization
-        if normalization != "none":  # its tables now, as it loads, not on a request's first marks
-            normal_forms.prepare(normalization)
-        if pipeline is not None:
-            self.special_tokens |= pipeline.special_tokens
-            self._cache = None
-        self._scan: ScanText | None = None
-        """The native cut and merge of the pipeline's pre-tokenizers, where a scanner does them."""
-        if pipeline is not None and pipeline.scanner and isinstance(engine, NativeEngine):
-            self._scan = partial(engine.encode_split, pipeline.scanner)
+        self.special_tokens: dict[str, int] = pipeline.special_tokens
+        self._cache = cache if pipeline.engine_cuts else None
+        self._owner = cache_owner
+        self._specials = SpecialTokens(self.special_tokens)
+        self._cut = self._cut_of(pipeline, engine)
+        """The engine's cut and merge of one normalized stretch, where the engine cuts it."""
+        self._merge = _unused_merge if pipeline.engine_cuts else engine.encode_pieces  # type: ignore[attr-defined]
+        """The engine's merge of pieces the pipeline's pre-tokenizers cut (a `PieceEngine`)."""
         self._words: EncodeWords | None = None
-        """The native word cut and merge of a pipeline's stretches
-        (service/bpe/pipeline/wordcut.py)."""
-        if pipeline is not None and pipeline.words and isinstance(engine, NativeEngine):
+        """The native word cut and merge of a pipeline's stretches (service/bpe/pipeline/
+        wordcut.py)."""
+        if pipeline.words and isinstance(engine, NativeEngine):
             unsafe = contexts(vocab.tokens, pipeline.words)
             if unsafe is not None:
                 self._words = partial(engine.encode_words, pipeline.words.encode(), unsafe)
-        self._specials = SpecialTokens(self.special_tokens)
-        self.lead: Callable[[bytes], bytes] | None = None
-        """What the start of a sequence makes of its first bytes: None for byte-level families;
-        a SentencePiece family drops one leading space (the stream assembler applies it)."""
         self.skipped_ids = frozenset(
             tid for text, tid in self.special_tokens.items() if text not in set(nonspecial)
         )
         """The ids `skip_special_tokens` drops: special tokens, not added non-special ones."""
-        # id -> bytes, special tokens included; a list, since ids are dense (at most 2**24)
+        # id -> bytes, added tokens included; a list, since ids are dense (at most 2**24)
         table = list(vocab.tokens)
-        table.extend([None] * (max(self.special_tokens.values(), default=-1) + 1 - len(table)))
-        for text, tid in self.special_tokens.items():
-            table[tid] = text.encode("utf-8")
-        for added in pipeline.added if pipeline is not None else ():
+        for added in pipeline.added:
             table.extend([None] * (added.id + 1 - len(table)))
-            table[added.id] = pipeline.decoded(added)  # type: ignore[union-attr]
+            table[added.id] = added.match.encode("utf-8")
         self._table = table
         self._bytes = IdBytes(table, self.skipped_ids)
         self.n_vocab = len(table)
@@ -104,6 +95,13 @@ class Tokenizer:
         array indexed by id). Ids may have gaps (cl100k: 100277 here, 100261 defined)."""
         self.defined_ids = self._bytes.defined_ids
         """Number of ids that are defined, special tokens included."""
+
+    def _cut_of(self, pipeline: Pipeline, engine: Engine) -> ScanText | None:
+        if pipeline.engine_cuts:
+            return self._ordinary
+        if pipeline.scanner and isinstance(engine, NativeEngine):
+            return partial(engine.encode_split, pipeline.scanner)
+        return None
 
     # --- encoding ---------------------------------------------------------------------------
 
@@ -121,50 +119,13 @@ class Tokenizer:
         stretches of ordinary text already encoded by calls with the same special-token
         arguments (one memo per such set, kept by the caller for texts that share most of
         their stretches: a conversation's prefixes); the ids are the same with or without it."""
-        if self.pipeline is not None:
-            pipeline = self.pipeline
-            allowed = self._specials.allowed(text, allowed_special, disallowed_special)
-            engine: PieceEngine = self.engine  # type: ignore[assignment]
-            scan, words = self._scan, self._words
-            ids = _guarded(
-                lambda t: pipeline.encode(
-                    t, allowed, engine.encode_pieces, scan, memo=memo, words=words
-                ),
-                text,
-            )
-            return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
-        if memo is not None:
-            return self._encode_known(text, allowed_special, disallowed_special, memo)
-        segments = list(self._specials.segments(text, allowed_special, disallowed_special))
-        if len(segments) == 1 and segments[0][1] is None:  # ordinary text: the engine's own list
-            ordinary = self._ordinary(self._normalize(segments[0][0]))
-            return ordinary if isinstance(ordinary, list) else list(ordinary)
-        out: list[int] = []
-        for segment, special_id in segments:
-            if special_id is not None:
-                out.append(special_id)
-            else:
-                out += self._ordinary(self._normalize(segment))
-        return out
-
-    def _encode_known(
-        self, text: str, allowed: SpecialSet, disallowed: SpecialSet, memo: StretchMemo
-    ) -> list[int]:
-        """`encode` with a memo: the text cut by the same regex as `SpecialTokens.segments` (its
-        split, in one call: odd parts are the special tokens), each stretch encoded once."""
-        allowed_set = self._specials.allowed(text, allowed, disallowed)
-        parts = splitter(frozenset(allowed_set)).split(text) if allowed_set else [text]
-        special = self.special_tokens
-        out: list[int] = []
-        for i, part in enumerate(parts):
-            if i % 2:
-                out.append(special[part])
-            elif part:
-                known = memo.get((part, False))
-                if known is None:
-                    known = memo[part, False] = list(self._ordinary(self._normalize(part)))
-                out += known
-        return out
+        pipeline = self.pipeline
+        allowed = self._specials.allowed(text, allowed_special, disallowed_special)
+        merge, cut, words = self._merge, self._cut, self._words
+        ids = _guarded(
+            lambda t: pipeline.encode(t, allowed, merge, cut, memo=memo, words=words), text
+        )
+        return [*pipeline.prefix, *ids, *pipeline.suffix] if add_special_tokens else ids
 
     def count(
         self,
@@ -173,23 +134,13 @@ class Tokenizer:
         allowed_special: SpecialSet = frozenset(),
         disallowed_special: SpecialSet = "all",
     ) -> int:
-        if self.pipeline is not None:
-            return len(
-                self.encode(
-                    text, allowed_special=allowed_special, disallowed_special=disallowed_special
-                )
+        if not self.pipeline.engine_cuts:
+            encoded = self.encode(
+                text, allowed_special=allowed_special, disallowed_special=disallowed_special
             )
-        total = 0
-        for segment, special_id in self._specials.segments(
-            text, allowed_special, disallowed_special
-        ):
-            if special_id is not None:
-                total += 1
-            elif self._cacheable(segment):
-                total += len(self._ordinary(self._normalize(segment)))
-            else:  # the engine only counts: no ids list is kept
-                total += _guarded(self.engine.count_ordinary, self._normalize(segment))
-        return total
+            return len(encoded)
+        allowed = self._specials.allowed(text, allowed_special, disallowed_special)
+        return self.pipeline.count(text, allowed, self._count)
 
     def encode_ordinary(self, text: str, memo: StretchMemo | None = None) -> list[int]:
         """Encode with every special-token literal treated as ordinary text (`memo`: `encode`'s,
@@ -199,17 +150,20 @@ class Tokenizer:
     def _cacheable(self, text: str) -> bool:
         return self._cache is not None and len(text) <= self._cache.max_text_chars
 
-    def _ordinary(self, text: str) -> Sequence[int]:
+    def _ordinary(self, text: str) -> list[int]:
+        """The engine's ids of one normalized stretch, through the text cache."""
         if self._cache is not None and self._cacheable(text):
-            return self._cache.ids(self._owner, text, self._encode_guarded)
+            ids = self._cache.ids(self._owner, text, self._encode_guarded)
+            return ids if isinstance(ids, list) else list(ids)  # a miss: the engine's own list
         return _guarded(self.engine.encode_ordinary, text)
+
+    def _count(self, text: str) -> int:
+        if self._cacheable(text):
+            return len(self._ordinary(text))
+        return _guarded(self.engine.count_ordinary, text)  # no ids list is kept
 
     def _encode_guarded(self, text: str) -> list[int]:
         return _guarded(self.engine.encode_ordinary, text)
-
-    def _normalize(self, text: str) -> str:
-        form = self.normalization
-        return text if form == "none" else normal_forms.normalize(form, text)
 
     # --- decoding ---------------------------------------------------------------------------
 
@@ -231,8 +185,8 @@ class Tokenizer:
 
     @property
     def text_step(self) -> Callable[[str, bytes | None], str] | None:
-        """The decoder's text steps for a `StreamDecoder` (format v2), or None."""
-        return self.pipeline.decode_text if self.pipeline and self.pipeline.decoder else None
+        """The decoder's text steps for a `StreamDecoder`, or None where it has none."""
+        return self.pipeline.decode_text if self.pipeline.decoder else None
 
     def decode(self, ids: Sequence[int], errors: Errors = "strict") -> str:
         """Join the bytes of all ids, then decode them as UTF-8 (never token by token)."""
@@ -241,9 +195,13 @@ class Tokenizer:
             text = data.decode("utf-8", errors)
         except UnicodeDecodeError as exc:
             raise UndecodableBytesError(exc.start, data[exc.start : exc.end]) from None
-        if self.pipeline is None:
+        if not self.pipeline.decoder:
             return text
         return self.pipeline.decode_text(text, self._table[ids[0]] if ids else None)
+
+
+def _unused_merge(pieces: list[str]) -> list[int]:
+    raise AssertionError("an engine that cuts is never handed pieces")
 
 
 def _guarded(call: Callable[[str], R], text: str) -> R:

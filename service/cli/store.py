@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from service.bpe import train
+from service.bpe.engine.patterns import PATTERNS
 from service.cli import options as cli_options
 from service.errors import ConfigError
 from service.store.formats import presets
@@ -45,7 +46,7 @@ def add_commands(
     p.add_argument(
         "--pattern",
         default="gpt2",
-        help=f"a preset ({', '.join(presets.PATTERNS)}), a regex, or none",
+        help=f"a preset ({', '.join(PATTERNS)}), a regex, or none",
     )
     p.add_argument("--special", action="append", default=[], help="a special token literal")
     p.add_argument("--min-frequency", type=int, default=2)

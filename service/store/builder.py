@@ -140,8 +140,6 @@ def build(
     tokenizer = Tokenizer(
         vocab,
         engine,
-        tf.special_tokens,
-        tf.normalization,
         cache=text_cache,
         cache_owner=entry.sha256,
         nonspecial=tf.nonspecial_tokens,

@@ -1,11 +1,11 @@
 """Which engine serves a vocabulary by default: the native one (`service.bpe.engine.native`, C)
-wherever
-it was built and can hold the vocabulary, else the pure-Python reference.
+wherever it was built and can hold the vocabulary, else the pure-Python reference.
 
-The shipped patterns are split by C scanners made for them, any other pattern by the `regex`
-module; both merge rules run in C, exact with the reference by construction. `load_store` uses
-`default_engine` unless told otherwise, so the library is as fast as the service;
-`reference_engine` is the pure-Python one (for differential tests and benchmarks).
+The shipped patterns are split by C scanners made for them (service/bpe/engine/scanners.py), any
+other pattern by the `regex` module; both merge rules run in C, exact with the reference by
+construction. `load_store` uses `default_engine` unless told otherwise, so the library is as fast
+as the service; `reference_engine` is the pure-Python one (for differential tests and
+benchmarks).
 """
 
 from __future__ import annotations
@@ -15,14 +15,8 @@ from collections.abc import Callable
 
 from service.bpe import Engine, PythonEngine, Vocabulary
 from service.bpe.engine import native
-from service.store.formats.presets import PATTERNS
 
 log = logging.getLogger("toksvc")
-
-# a shipped pattern -> the name of the C scanner that splits exactly as it does
-SCANNER_OF: dict[str, str] = {
-    pattern: name for name, pattern in PATTERNS.items() if name in native.SCANNERS
-}
 
 
 def native_engine(
@@ -33,7 +27,7 @@ def native_engine(
     caller says so) runs under the faster `ranks` rule, which gives it the same ids."""
     if not native.AVAILABLE:
         return None
-    scanner = SCANNER_OF.get(pattern) if pattern is not None else None
+    scanner = native.scanner_of(pattern)
     as_ranks = self_consistent and vocab.rule == "pairs" and not vocab.free_ids
     try:
         return native.NativeEngine(vocab, pattern, scanner, as_ranks=as_ranks)
@@ -58,7 +52,7 @@ def engine_sharing(
 def native_lent(engine: Engine, pattern: str | None) -> Engine | None:
     """An engine over `engine`'s native tables split by `pattern`; None if it is not native."""
     if isinstance(engine, native.NativeEngine):
-        return engine.split_by(pattern, SCANNER_OF.get(pattern) if pattern is not None else None)
+        return engine.split_by(pattern, native.scanner_of(pattern))
     return None
 
 

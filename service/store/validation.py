@@ -25,7 +25,7 @@ from service.bpe.engine import native
 from service.bpe.vocab import IDENTITY_BYTE_IDS
 from service.errors import FormatError
 from service.store.formats.tokenizer import TokenizerFile
-from service.store.pipeline.rules import BrokenRule as _Rule
+from service.store.pipeline.component import BrokenRule as _Rule
 from service.store.pipeline.rules import check_added, check_byte_fallback, check_version
 
 

@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from service.bpe import PythonEngine, Tokenizer
+from service.bpe.engine.patterns import PATTERNS
 from service.bpe.text.explain import inline_vocabulary
-from service.store.formats.presets import PATTERNS
 from tests.browser.conftest import Watched
 
 pytestmark = pytest.mark.browser

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.bpe.engine import native
-from service.store.formats.presets import PATTERNS
+from service.bpe.engine.patterns import PATTERNS
 from tests.property.test_chains import python_pieces
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine is not built")

@@ -1,8 +1,7 @@
 """The C scanners of format v2 pre-tokenizer chains (service/store/formats/chains.py) against the
-Python
-steps they replace (service/bpe/pipeline/textsteps.py, the `regex` module) and against Hugging Face
-`tokenizers` running the same steps, on generated text and on every corpus in tests/data; and a
-v2 tokenizer's ids with the scanner equal its ids through the Python steps."""
+Python steps they replace (service/bpe/pipeline/pre_tokenizers.py, the `regex` module) and
+against Hugging Face `tokenizers` running the same steps, on generated text and on every corpus
+in tests/data; and a v2 tokenizer's ids with the scanner equal its ids through the Python steps."""
 
 from __future__ import annotations
 
@@ -15,12 +14,11 @@ from tokenizers import Regex, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe.engine import native
-from service.bpe.pipeline import textsteps
-from service.bpe.pipeline.textsteps import PreTokenize
+from service.bpe.engine.patterns import LLAMA3_PATTERN
+from service.bpe.pipeline import pre_tokenizers as steps
+from service.bpe.pipeline.pre_tokenizers import PreTokenize
 from service.settings import BUNDLED_STORE
-from service.store.formats.presets import LLAMA3_PATTERN
 from service.store.formats.tokenizer import parse
-from service.store.pipeline.build import _pre_tokenizer
 from service.store.registry import Registry
 from tests.support.testdata import CORPUS_NAMES, corpus_text, vocab_file
 
@@ -104,9 +102,9 @@ DEEPSEEK = "deepseek_v3_tokenizer.json"
 @cache
 def python_steps(scanner: str) -> list[PreTokenize]:
     if scanner == "llama3":
-        return [textsteps.split(LLAMA3_PATTERN, "isolated", is_regex=True, invert=False)]
+        return [steps.split(LLAMA3_PATTERN, "isolated", is_regex=True, invert=False)]
     tf = parse((BUNDLED_STORE / "deepseek-v3" / "1.json").read_bytes())
-    return [_pre_tokenizer(p) for p in tf.pre_tokenizers or ()]
+    return [p.build() for p in tf.pre_tokenizers or ()]
 
 
 @cache
@@ -119,7 +117,7 @@ def hugging_face(scanner: str) -> pre_tokenizers.PreTokenizer:
 
 
 def python_pieces(scanner: str, text: str) -> list[str]:
-    return textsteps.run_pre_tokenizers(python_steps(scanner), text, True)
+    return steps.run_pre_tokenizers(python_steps(scanner), text, True)
 
 
 def reference_pieces(scanner: str, text: str) -> list[str]:
@@ -166,6 +164,6 @@ def test_a_tokenizer_with_its_scanner_gives_the_python_steps_ids(
     """The same tokenizer and engine, its added tokens and all: cut and merged in C, or cut by
     the Python steps and merged."""
     tok = registry.resolve(name).tokenizer
-    assert tok.pipeline is not None and tok.pipeline.scanner == "deepseek"
+    assert tok.pipeline.scanner == "deepseek"
     steps = tok.pipeline.encode(text, frozenset(), tok.engine.encode_pieces)  # type: ignore[attr-defined]
     assert tok.encode_ordinary(text) == steps

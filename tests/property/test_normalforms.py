@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from service.bpe import PythonEngine, Tokenizer, Vocabulary
 from service.bpe.engine import native
-from service.bpe.pipeline import normal_forms, textsteps
+from service.bpe.pipeline import normal_forms, normalizers
 from service.bpe.pipeline.normal_forms import Form, by_lines, normalize
 
 FORMS: list[Form] = ["NFC", "NFKC", "NFD", "NFKD"]
@@ -349,7 +349,7 @@ def test_a_tokenizer_that_normalizes_makes_the_tables_as_it_loads(
     vocab = Vocabulary.build("pairs", [(104, 105, 256)])
     Tokenizer(vocab, PythonEngine(vocab, r"\w+|\s+"), normalization="NFKC")
     assert [t.cache_info().currsize for t in made] == [1, 0 if spans else 1]
-    textsteps.unicode_form("NFC")  # a format v2 pipeline's normalizer, made as it loads
+    normalizers.unicode_form("NFC")  # a format v2 pipeline's normalizer, made as it loads
     assert [t.cache_info().currsize for t in made] == [2, 0 if spans else 2]
     misses = [t.cache_info().misses for t in made]
     text = "a" + "\u0301\u0316" * 40  # a long run

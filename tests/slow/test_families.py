@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
 
 from service.bpe.engine.native import NativeEngine
+from service.bpe.engine.patterns import KIMI_PATTERN
 from service.errors import DisallowedSpecialError, StoreError
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE
-from service.store.formats.presets import KIMI_PATTERN, PRESETS
+from service.store.formats.presets import PRESETS
 from service.store.importers.imports import import_files
 from service.store.importers.sources import Naming
 from service.store.loader import load_store

@@ -12,7 +12,7 @@ import regex
 from tokenizers import Tokenizer as HFTokenizer
 
 from service.bpe.engine.native import SCANNERS, NativeEngine, split
-from service.store.formats.presets import PATTERNS
+from service.bpe.engine.patterns import PATTERNS
 from service.store.registry import Registry
 from tests.conftest import tiktoken_oracle
 from tests.support.testdata import CORPUS_NAMES, corpus_text, vocab_file

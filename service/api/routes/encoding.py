@@ -113,7 +113,7 @@ def _framed(tokenizer: LoadedTokenizer, ids: list[int], extras: Any) -> Any:
     """`ids` with the model's template ids around them; their pieces are their literals and
     their offsets empty, at the start or the end of the text."""
     pipeline = tokenizer.tokenizer.pipeline
-    if pipeline is None or not (pipeline.prefix or pipeline.suffix):
+    if not (pipeline.prefix or pipeline.suffix):
         return ids, extras
     before, after = list(pipeline.prefix), list(pipeline.suffix)
     pieces, offsets = extras
@@ -133,7 +133,7 @@ async def counted(
     """What count answers for `data` (shared as `encoded` is)."""
     texts, counts = await _per_text(data, tokenizer.tokenizer.count, lambda counts: counts)
     pipeline = tokenizer.tokenizer.pipeline
-    if data.add_special_tokens and pipeline is not None:
+    if data.add_special_tokens:
         counts = [c + len(pipeline.prefix) + len(pipeline.suffix) for c in counts]
     total = sum(counts)
     if data.text is not None:

@@ -27,9 +27,9 @@ from service.api.wire.explain import (
 from service.api.wire.tokens import TokenizerRef
 from service.bpe import Rule, Vocabulary, train
 from service.bpe.deadline import Deadline
+from service.bpe.engine.patterns import PATTERNS
 from service.bpe.text.explain import PieceSteps, explain_text, inline_vocabulary
 from service.errors import ConfigError, InputError, LimitExceededError
-from service.store.formats.presets import PATTERNS
 
 T = TypeVar("T")
 MAX_TRAIN_BYTES = 20_000  # UTF-8 bytes of text the playground may train on
@@ -94,7 +94,7 @@ async def explain(tokenizer: TokenizerDep, data: JSONBody[ExplainRequest]) -> Ex
     ids under the tokenizer's rule, normalization and pre-tokenization; the text is ordinary text,
     so `ids` equals encode with `disallowed_special: []`."""
     t = tokenizer
-    if t.tokenizer.pipeline is not None:  # its own pre-tokenizers, added tokens, synthetic merges
+    if not t.tokenizer.pipeline.engine_cuts:  # its own pre-tokenizers, added tokens, merges
         raise InputError(
             f"explain does not cover {t.ref}: a tokenizer.json pipeline (format "
             "v2) is not replayed step by step yet; encode with pieces shows its "

@@ -1,8 +1,6 @@
 """The native engine: the C extension `service.bpe._native` behind the `Engine` protocol.
 
-The shipped patterns (GPT-2/r50k/p50k, cl100k, o200k, Qwen2, Llama 3/Phi-4, tekken, Qwen3.5,
-Kimi K2) are split by hand-written C scanners
-whose Unicode classes were probed from tiktoken (see service/bpe/csrc/gen_unicode_tables.py); any
+The shipped patterns are split by hand-written C scanners (service/bpe/engine/scanners.py); any
 other pattern is split by the `regex` module here and the pieces are merged in C. Both merge rules
 run in C. `AVAILABLE` is False when the extension was not built (no compiler at install time): the
 service then runs on the Python engine and says so.
@@ -27,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from service.bpe.engine import scanners
+
 if TYPE_CHECKING:
     from service.bpe.vocab import Vocabulary
 
@@ -39,24 +39,23 @@ AVAILABLE = _native is not None
 UNICODE_VERSION = _native.UNICODE_VERSION if _native is not None else None
 
 
-# the C scanners, by the name of the shipped pattern they split exactly
-# (service/store/formats/presets.py)
+# the C scanners by name (service/bpe/engine/scanners.py), their codes in this build
 SCANNERS: dict[str, int] = (
-    {
-        "gpt2": _native.SCAN_GPT2,
-        "cl100k": _native.SCAN_CL100K,
-        "o200k": _native.SCAN_O200K,
-        "qwen2": _native.SCAN_QWEN2,
-        "llama3": _native.SCAN_LLAMA3,
-        "tekken": _native.SCAN_TEKKEN,
-        "qwen3.5": _native.SCAN_QWEN35,
-        "kimi": _native.SCAN_KIMI,
-        # a chain of Split steps (service/store/formats/chains.py)
-        "deepseek": _native.SCAN_DEEPSEEK,
-    }
-    if _native is not None
-    else {}
+    {s.name: getattr(_native, s.code) for s in scanners.SCANNERS} if _native is not None else {}
 )
+
+
+def scanner_of(pattern: str | None) -> str | None:
+    """The scanner that cuts as a format v1 pattern's matches do, if this build has one."""
+    name = scanners.PATTERN_OF.get(pattern) if pattern is not None else None
+    return name if name in SCANNERS else None
+
+
+def chain_scanner_of(patterns: Sequence[str]) -> str | None:
+    """The scanner that cuts as a chain of `isolated` Split patterns does, if this build has
+    one."""
+    name = scanners.SPLIT_CHAINS.get(tuple(patterns))
+    return name if name in SCANNERS else None
 
 
 class NativeEngine:

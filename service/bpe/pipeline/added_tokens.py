@@ -6,7 +6,7 @@ each token's `lstrip`/`rstrip`/`single_word` rules).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -27,7 +27,11 @@ class AddedLiteral:
     single_word: bool = False
     normalized: bool = False
     match: str = ""  # what is looked for: `content`, normalized when `normalized` (set by Pipeline)
-    decoded: bytes | None = None  # what it decodes to, when not the UTF-8 of `match`
+
+
+def special_added(tokens: Mapping[str, int]) -> tuple[AddedLiteral, ...]:
+    """Special tokens (literal -> id) as special added tokens, matched on the raw text."""
+    return tuple(AddedLiteral(text, tid, special=True) for text, tid in tokens.items())
 
 
 # the trie (one group: its `split` alternates gaps and matches), the tokens by what is matched,

@@ -21,15 +21,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
-from service.bpe.deadline import checkpoint
-from service.bpe.pipeline.added_tokens import AddedLiteral, AddedSet, Matcher, matchers, split_added
-from service.bpe.pipeline.textsteps import (
-    CHECK_EVERY,
-    Normalize,
-    PreTokenize,
-    run_normalizers,
-    run_pre_tokenizers,
+from service.bpe.deadline import CHECK_EVERY, checkpoint
+from service.bpe.pipeline.added_tokens import (
+    AddedLiteral,
+    AddedSet,
+    Matcher,
+    matchers,
+    special_added,
+    split_added,
 )
+from service.bpe.pipeline.decoders import Decode, run_decoders
+from service.bpe.pipeline.normalizers import (
+    Normalization,
+    Normalize,
+    run_normalizers,
+    unicode_form,
+)
+from service.bpe.pipeline.pre_tokenizers import PreTokenize, run_pre_tokenizers
 
 MergePieces = Callable[[list[str]], list[int]]
 ScanText = Callable[[str], list[int]]  # cut by the pipeline's scanner and merged, in C
@@ -39,27 +47,16 @@ EncodeWords = Callable[[list[str | int]], list[int]]
 
 
 @dataclass(frozen=True, slots=True)
-class DecodeStep:
-    """Decoder text step: `replace` one character (`pattern`) by `content`; `strip` up to
-    `count` leading `content` characters from the whole text; `metaspace`: `pattern` becomes
-    `content` (a space), but those of the first token are dropped."""
-
-    kind: str  # "replace" | "strip" | "metaspace"
-    pattern: str
-    content: str
-    count: int = 1
-
-
-@dataclass(frozen=True, slots=True)
 class Pipeline:
     added: Sequence[AddedLiteral] = ()
     normalizers: Sequence[Normalize] = ()
     pre_tokenizers: Sequence[PreTokenize] = ()
-    decoder: Sequence[DecodeStep] = ()
+    decoder: Sequence[Decode] = ()
     expand: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     prefix: tuple[int, ...] = ()
     suffix: tuple[int, ...] = ()
     scanner: str | None = None  # the C scanner that cuts exactly what `pre_tokenizers` cut
+    engine_cuts: bool = False  # the engine cuts by its own pattern (format v1: `for_engine`)
     words: str | None = None  # the mark a stretch may be cut before (no pre-tokenizers left)
     # the normalizers as (pattern, content) when all are literal replacements (Gemma: ' ' -> '▁')
     replaces: tuple[tuple[str, str], ...] | None = None
@@ -80,8 +77,16 @@ class Pipeline:
         object.__setattr__(self, "_expand_from", min(self.expand, default=0))
         matchers(self._key, frozenset())  # built at load: Gemma's 6,414 literals take 0.1 s
 
-    def decoded(self, added: AddedLiteral) -> bytes:
-        return added.match.encode("utf-8") if added.decoded is None else added.decoded
+    @classmethod
+    def for_engine(
+        cls, special_tokens: Mapping[str, int], normalization: Normalization
+    ) -> Pipeline:
+        """The pipeline of a format v1 file: its special tokens as special added tokens, its
+        Unicode form as the one normalizer, and its pattern the engine's own: the engine cuts
+        and merges each stretch itself (`engine_cuts`)."""
+        added = special_added(special_tokens)
+        forms = (unicode_form(normalization),) if normalization != "none" else ()
+        return cls(added, forms, engine_cuts=True)
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -107,6 +112,9 @@ class Pipeline:
         raw, normalized = matchers(self._key, frozenset(allowed))
         if words is not None and normalized is None and memo is None:
             return self._expanded(words(self._stretches(text, raw)))
+        if raw is None and normalized is None and memo is None:  # one stretch: its own list
+            segment, origin = run_normalizers(self.normalizers, text, True)
+            return self._pieces(segment, origin, merge, scan) if segment else []
         out: list[int] = []
         for n, (start, end, token) in enumerate(split_added(text, raw)):
             if n % CHECK_EVERY == CHECK_EVERY - 1:
@@ -122,6 +130,21 @@ class Pipeline:
                     ids = memo[key] = self._stretch(key[0], key[1], normalized, merge, scan)
                 out += ids
         return out
+
+    def count(self, text: str, allowed: Set[str], count: Callable[[str], int]) -> int:
+        """The number of ids `encode` gives, each stretch counted by `count` (the engine's
+        count of a normalized stretch: no ids list is kept). For pipelines whose added tokens
+        all match the raw text and need no expansion (`engine_cuts`)."""
+        raw, _ = matchers(self._key, frozenset(allowed))
+        total = 0
+        for n, (start, end, token) in enumerate(split_added(text, raw)):
+            if n % CHECK_EVERY == CHECK_EVERY - 1:
+                checkpoint()
+            if token is not None:
+                total += 1
+            else:
+                total += count(run_normalizers(self.normalizers, text[start:end], start == 0)[0])
+        return total
 
     def _stretch(
         self,
@@ -139,13 +162,18 @@ class Pipeline:
             if later is not None:
                 out.append(later.id)
                 continue
-            if scan is not None:
-                out += self._expanded(scan(segment[a:b]))
-                continue
-            pieces = run_pre_tokenizers(self.pre_tokenizers, segment[a:b], origin and a == 0)
-            if pieces:
-                out += self._expanded(merge(pieces))
+            out += self._pieces(segment[a:b], origin and a == 0, merge, scan)
         return out
+
+    def _pieces(
+        self, segment: str, at_start: bool, merge: MergePieces, scan: ScanText | None
+    ) -> list[int]:
+        """The ids of normalized text without added tokens: cut and merged by the engine
+        (`scan`), or cut by the pre-tokenizers and each piece merged."""
+        if scan is not None:
+            return self._expanded(scan(segment))
+        pieces = run_pre_tokenizers(self.pre_tokenizers, segment, at_start)
+        return self._expanded(merge(pieces)) if pieces else []
 
     def _stretches(self, text: str, raw: Matcher) -> list[str | int]:
         """The normalized stretches between the added tokens of `raw` and those tokens' ids, in
@@ -196,15 +224,4 @@ class Pipeline:
     def decode_text(self, text: str, first: bytes | None) -> str:
         """The decoder's text steps on decoded text; `first`: the bytes of the output's first
         token (None when this text does not begin the output)."""
-        for step in self.decoder:
-            if step.kind == "replace":
-                text = text.replace(step.pattern, step.content)
-            elif step.kind == "metaspace":
-                drop = first.count(step.pattern.encode()) if first is not None else 0
-                text = text.replace(step.pattern, "", drop).replace(step.pattern, step.content)
-            elif first is not None:
-                n = 0
-                while n < step.count and text.startswith(step.pattern, n * len(step.pattern)):
-                    n += 1
-                text = text[n * len(step.pattern) :]
-        return text
+        return run_decoders(self.decoder, text, first)

@@ -6,9 +6,9 @@ and wraps the UTF-8 `StreamDecoder`. On top of whole characters it
 - drops the ids of special tokens when asked (added tokens that are not special stay, as in the
   family's reference decode);
 - is primed with the prompt's last ids (`prime`): their text is never emitted, but a character
-  they leave unfinished is completed by the first generated ids, and a family's rule for the
-  start of a sequence (SentencePiece drops the first leading space) applies to the prompt, not to
-  the output;
+  they leave unfinished is completed by the first generated ids, and a decoder's rule for the
+  start of a sequence (SentencePiece-style decoders drop the first token's leading space: the
+  tokenizer's `text_step`) applies to the prompt, not to the output;
 - ends at the first stop string: text leaves as soon as it cannot be the start of a stop string,
   holding back only the longest suffix that is a proper prefix of one (`StopMatcher`, in
   stops.py). Each chunk's text is searched together with the held text only, which is shorter
@@ -32,7 +32,6 @@ from service.bpe.stream.utf8 import StreamDecoder, TextStep
 from service.errors import StreamOptionError, StreamStateError
 
 _STATE_PREFIX = "as1."
-Lead = Callable[[bytes], bytes]  # what the start of a sequence makes of its first bytes
 
 
 class Assembler:
@@ -45,12 +44,11 @@ class Assembler:
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
         kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
-        lead: Lead | None = None,
         started: bool = False,
     ) -> None:
         """`decoder` holds the unfinished character; `to_bytes` gives the ids' bytes; `skip_ids`
         are dropped (`kept_bytes`, if given, is `to_bytes` leaving their bytes out, cheaper than
-        filtering the ids); `lead` applies to the first bytes of the sequence (unless `started`)."""
+        filtering the ids); `started`: the stream's first ids are already fed (a resumed one)."""
         self.decoder = decoder
         self._feed = decoder.feed
         self._to_bytes = to_bytes
@@ -58,7 +56,6 @@ class Assembler:
         self.include_stop = include_stop
         self._skip = frozenset(skip_ids)
         self._kept_bytes = kept_bytes or (self._filtered_bytes if self._skip else to_bytes)
-        self._lead = lead
         self._started = started
         self.held = ""  # text that may begin a stop string
         self.stopped: str | None = None  # the stop string that ended the stream
@@ -66,11 +63,10 @@ class Assembler:
         """The text that is whole and cannot begin a stop string."""
         # a format v2 decoder's text steps need the first token's bytes (`first_of`)
         self._first_of = decoder.first_of if decoder.steps_text else None
-        if lead is None or started:  # what the common cases use, bound once
-            if self.matcher is None and not self._skip:
-                self.decode = decoder.decode
-            elif self._first_of is None:
-                self.decode = self._bound_decode()
+        if self.matcher is None and not self._skip:  # what the common cases use, bound once
+            self.decode = decoder.decode
+        elif self._first_of is None:
+            self.decode = self._bound_decode()
 
     def prime(self, prompt_ids: Sequence[int]) -> None:
         """Feed the prompt's last ids: their whole characters are dropped, not emitted."""
@@ -134,7 +130,7 @@ class Assembler:
         self._started = True
         if self._first_of is None:
             self.decode = self._bound_decode()
-        return data if self._lead is None else self._lead(data)
+        return data
 
     def _emit(self, text: str) -> str:
         """The held text and `text` are searched together (the held text holds no stop string)."""
@@ -180,7 +176,6 @@ class Assembler:
         include_stop: bool = False,
         skip_ids: Collection[int] = frozenset(),
         kept_bytes: Callable[[Sequence[int]], bytes] | None = None,
-        lead: Lead | None = None,
         text_step: TextStep | None = None,
     ) -> Assembler:
         """Continue a stream from `state` (None: start one). A state made with stop strings needs
@@ -191,7 +186,6 @@ class Assembler:
             "include_stop": include_stop,
             "skip_ids": skip_ids,
             "kept_bytes": kept_bytes,
-            "lead": lead,
         }
         if not state or not state.startswith(_STATE_PREFIX):
             if state and stops:

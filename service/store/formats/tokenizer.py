@@ -14,7 +14,11 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.bpe.vocab import IDENTITY_BYTE_IDS
-from service.store.pipeline.format import AddedToken, DecodeStep, Normalizer, PreTokenizer, Template
+from service.store.pipeline.added_tokens import AddedToken
+from service.store.pipeline.decoders import Decoder
+from service.store.pipeline.normalizers import Normalizer
+from service.store.pipeline.post_processors import Template
+from service.store.pipeline.pre_tokenizers import PreTokenizer
 
 MAX_ID = 2**24 - 1  # ids are dense indexes into the decode table
 
@@ -62,7 +66,7 @@ class TokenizerFile(StoreFile, frozen=True, forbid_unknown_fields=True, kw_only=
     pre_tokenizers: list[PreTokenizer] | None = None
     byte_fallback: list[TokenId] | None = None
     added_tokens: list[AddedToken] | None = None
-    decoder: list[DecodeStep] | None = None
+    decoder: list[Decoder] | None = None
     template: Template | None = None
 
     @property

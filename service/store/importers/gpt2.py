@@ -9,9 +9,9 @@ from typing import Any
 
 import msgspec
 
-from service.bpe.tokenizer import Normalization
+from service.bpe.engine.patterns import GPT2_PATTERN
+from service.bpe.pipeline.normalizers import Normalization
 from service.errors import StoreError
-from service.store.formats.presets import GPT2_PATTERN
 from service.store.importers.sources import Found, read_json, read_source, source_note
 
 

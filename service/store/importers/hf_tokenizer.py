@@ -8,6 +8,7 @@ with `byte_fallback` to `<0xNN>` tokens. `ignore_merges: true` (Llama 3) is the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,15 @@ from service.bpe.merge import merge_ranks
 from service.errors import StoreError
 from service.store.importers.gpt2 import gpt2_byte_alphabet
 from service.store.importers.sources import Found, read_json, source_note
-from service.store.pipeline import hf as hfsteps
+from service.store.pipeline.added_tokens import import_added
+from service.store.pipeline.component import Refuser, flat_steps
+from service.store.pipeline.decoders import import_decoder
+from service.store.pipeline.normalizers import import_normalizers
+from service.store.pipeline.post_processors import import_template
+from service.store.pipeline.pre_tokenizers import import_pre_tokenizers
 
 _BYTE_TOKEN = "<0x{:02X}>"
+Speller = Callable[[str], bytes]  # a token's string in the file -> its bytes
 
 
 def from_tokenizer_json(path: Path) -> Found:
@@ -29,7 +36,7 @@ def from_tokenizer_doc(doc: Any, where: str, source: str) -> Found:
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise StoreError(where, "model: missing; not a Hugging Face tokenizer.json")
     model: dict[str, Any] = doc["model"]
-    refuse = hfsteps.Refuser(where)
+    refuse = Refuser(where)
     _check_model(model, refuse)
     try:
         vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
@@ -41,16 +48,16 @@ def from_tokenizer_doc(doc: Any, where: str, source: str) -> Found:
         raise StoreError(where, f"model.vocab/model.merges: missing or malformed ({exc})") from None
     if any(len(m) != 2 for m in merges):
         raise StoreError(where, "model.merges: every merge must name two tokens")
-    pre = hfsteps.pre_tokenizers(doc.get("pre_tokenizer"), refuse)
-    steps = hfsteps.flat_steps(doc.get("pre_tokenizer"), "pretokenizers")
+    pre = import_pre_tokenizers(doc.get("pre_tokenizer"), refuse)
+    steps = flat_steps(doc.get("pre_tokenizer"), "pretokenizers")
     byte_level = any(step.get("type") == "ByteLevel" for _, step in steps)
-    normalizers = hfsteps.normalizers(doc.get("normalizer"), refuse)
+    normalizers = import_normalizers(doc.get("normalizer"), refuse)
     byte_fallback = bool(model.get("byte_fallback"))
-    decoder = hfsteps.decoder(
+    decoder = import_decoder(
         doc.get("decoder"), refuse, byte_level=byte_level, byte_fallback=byte_fallback
     )
-    added = hfsteps.added_tokens(doc.get("added_tokens") or [], refuse, bool(normalizers))
-    template = hfsteps.template(doc.get("post_processor"), refuse)
+    added = import_added(doc.get("added_tokens") or [], refuse, bool(normalizers))
+    template = import_template(doc.get("post_processor"), refuse)
     if byte_level:
         spell = _byte_level_speller(where)
     else:
@@ -97,7 +104,7 @@ def from_tokenizer_doc(doc: Any, where: str, source: str) -> Found:
     )
 
 
-def _check_model(model: dict[str, Any], refuse: hfsteps.Refuser) -> None:
+def _check_model(model: dict[str, Any], refuse: Refuser) -> None:
     if model.get("type", "BPE") != "BPE":
         refuse(
             "model.type",
@@ -112,7 +119,7 @@ def _check_model(model: dict[str, Any], refuse: hfsteps.Refuser) -> None:
 
 
 def _check_tiktoken_merges(
-    vocab: dict[str, int], merges: list[tuple[str, str]], refuse: hfsteps.Refuser
+    vocab: dict[str, int], merges: list[tuple[str, str]], refuse: Refuser
 ) -> None:
     """`ignore_merges` is the ranks rule when the merges are a tiktoken vocabulary's: in the
     order of the ids they make, and every split of a token into two tokens listed (what the
@@ -138,7 +145,7 @@ def _check_tiktoken_merges(
                 )
 
 
-def _byte_level_speller(where: str) -> hfsteps.Speller:
+def _byte_level_speller(where: str) -> Speller:
     alphabet = gpt2_byte_alphabet()
 
     def spell(token: str) -> bytes:
@@ -150,7 +157,7 @@ def _byte_level_speller(where: str) -> hfsteps.Speller:
     return spell
 
 
-def _char_speller(byte_fallback: bool) -> hfsteps.Speller:
+def _char_speller(byte_fallback: bool) -> Speller:
     names = {_BYTE_TOKEN.format(b): bytes([b]) for b in range(256)} if byte_fallback else {}
 
     def spell(token: str) -> bytes:

@@ -16,11 +16,12 @@ from typing import Literal
 
 import msgspec
 
-from service.bpe.tokenizer import Normalization
+from service.bpe.engine.patterns import GPT2_PATTERN
+from service.bpe.pipeline.normalizers import Normalization
 from service.bpe.trainer import TrainedModel
 from service.errors import StoreError
 from service.store.formats.model import parse_model, parse_prices
-from service.store.formats.presets import GPT2_PATTERN, PRESETS, resolve_pattern
+from service.store.formats.presets import PRESETS, resolve_pattern
 from service.store.formats.tokenizer import TokenizerFile
 from service.store.importers.gpt2 import from_gpt2, from_hf_json
 from service.store.importers.hf_tokenizer import from_tokenizer_json

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from service.bpe.merge import merge_ranks
-from service.bpe.tokenizer import Normalization
+from service.bpe.pipeline.normalizers import Normalization
 from service.errors import StoreError
 from service.store.importers.sources import Found, read_source, source_note
 

@@ -1,5 +1,5 @@
-"""What a format v2 file's pipeline fields become: the engine-side steps of
-`service.bpe.pipeline.pipeline`, and for SentencePiece-style files the synthetic character merges
+"""What a file's pipeline becomes: the steps of `service.bpe.pipeline.pipeline` its components
+build, and for SentencePiece-style files the synthetic character merges
 (`service.bpe.pipeline.byte_fallback`) ranked before the file's own.
 
 Steps that provably do nothing are left out, proved from their definitions: a literal `Split`
@@ -12,32 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.bpe.pipeline import textsteps
-from service.bpe.pipeline.added_tokens import AddedLiteral
+from service.bpe.pipeline import normalizers, pre_tokenizers
+from service.bpe.pipeline.added_tokens import special_added
 from service.bpe.pipeline.byte_fallback import one_character, synthetic_merges
-from service.bpe.pipeline.pipeline import DecodeStep, Pipeline
-from service.bpe.pipeline.textsteps import Normalize, PreTokenize
+from service.bpe.pipeline.pipeline import Pipeline
 from service.store.formats.chains import chain_scanner
 from service.store.formats.tokenizer import TokenizerFile
-from service.store.importers.gpt2 import gpt2_byte_alphabet
-from service.store.pipeline.format import (
-    ByteLevel,
-    DecodeMetaspace,
-    DecodeReplace,
-    DecodeStrip,
-    Digits,
-    Lowercase,
-    Metaspace,
-    Normalizer,
-    Prepend,
-    PreTokenizer,
-    Punctuation,
-    Replace,
-    Split,
-    Strip,
-    UnicodeForm,
-    Whitespace,
-)
+from service.store.pipeline.normalizers import Normalizer, Replace
+from service.store.pipeline.pre_tokenizers import PreTokenizer, Split
 
 
 def engine_merges(
@@ -62,43 +44,39 @@ def engine_merges(
     return synthetic + list(tf.merges), expand
 
 
-def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeline | None:
-    """The pipeline of a v2 file, or None for a file the v1 front serves as it always has."""
+def pipeline_of(tf: TokenizerFile, expand: dict[int, tuple[int, ...]]) -> Pipeline:
+    """The pipeline of a file: a v1 file's is `Pipeline.for_engine` (its engine is built with
+    its pattern and cuts), a v2 file's is built from its components."""
     if tf.format_version == 1:
-        return None
-    normalizers = [_normalizer(n) for n in tf.normalizers or ()]
+        return Pipeline.for_engine(tf.special_tokens, tf.normalization)
+    steps = [n.build() for n in tf.normalizers or ()]
     if tf.normalization != "none":
-        normalizers.insert(0, textsteps.unicode_form(tf.normalization))
+        steps.insert(0, normalizers.unicode_form(tf.normalization))
     if tf.pre_tokenizers is not None:
-        pre = [_pre_tokenizer(p) for p in _live(tf.normalizers or (), tf.pre_tokenizers)]
+        pre = [p.build() for p in _live(tf.normalizers or (), tf.pre_tokenizers)]
     elif tf.pattern is not None:  # v1's meaning: the matches, what none covers dropped
-        pre = [textsteps.matches(tf.pattern)]
+        pre = [pre_tokenizers.matches(tf.pattern)]
     else:
         pre = []
-    added = [AddedLiteral(t, i, special=True) for t, i in tf.special_tokens.items()]
-    added += [
-        AddedLiteral(a.content, a.id, a.special, a.lstrip, a.rstrip, a.single_word, a.normalized)
-        for a in tf.added_tokens or ()
-    ]
-    decoder = [_decode_step(d) for d in tf.decoder or ()]
-    template = tf.template
+    added = (*special_added(tf.special_tokens), *(a.build() for a in tf.added_tokens or ()))
+    prefix, suffix = tf.template.build() if tf.template else ((), ())
     return Pipeline(
-        tuple(added),
-        tuple(normalizers),
+        added,
+        tuple(steps),
         tuple(pre),
-        tuple(decoder),
+        tuple(d.build() for d in tf.decoder or ()),
         expand,
-        tuple(template.prefix) if template else (),
-        tuple(template.suffix) if template else (),
+        prefix,
+        suffix,
         chain_scanner(tf.pre_tokenizers) if tf.pre_tokenizers is not None else None,
-        _word_mark(tf.normalizers or ()) if not pre else None,
-        _replaces(tf),
+        words=_word_mark(tf.normalizers or ()) if not pre else None,
+        replaces=_replaces(tf),
     )
 
 
 def _replaces(tf: TokenizerFile) -> tuple[tuple[str, str], ...] | None:
     """The normalizers as (pattern, content) when every one is a literal, non-empty `Replace`
-    (str.replace is what `textsteps.replace` does for those); None otherwise."""
+    (str.replace is what `normalizers.replace` does for those); None otherwise."""
     steps = tf.normalizers or ()
     out = tuple((n.pattern, n.content) for n in steps if isinstance(n, Replace) and not n.regex)
     if tf.normalization != "none" or len(out) != len(steps) or not all(p for p, _ in out):
@@ -141,49 +119,3 @@ def _word_mark(normalizers: Sequence[Normalizer]) -> str | None:
     if isinstance(last, Replace) and len(last.content) == 1:
         return last.content
     return None
-
-
-def _byte_level_spelling(content: str) -> bytes | None:
-    """What a ByteLevel decoder makes of an added token: its characters as GPT-2's byte
-    alphabet when they all are in it, else its UTF-8 (as the reference decodes it)."""
-    alphabet = gpt2_byte_alphabet()
-    if all(c in alphabet for c in content):
-        return bytes(alphabet[c] for c in content)
-    return None
-
-
-def _decode_step(d: DecodeReplace | DecodeStrip | DecodeMetaspace) -> DecodeStep:
-    if isinstance(d, DecodeReplace):
-        return DecodeStep("replace", d.pattern, d.content)
-    if isinstance(d, DecodeMetaspace):
-        return DecodeStep("metaspace" if d.drop_first else "replace", d.replacement, " ")
-    return DecodeStep("strip", d.content, d.content, d.start)
-
-
-def _normalizer(n: Normalizer) -> Normalize:
-    if isinstance(n, UnicodeForm):
-        return textsteps.unicode_form(n.form)
-    if isinstance(n, Lowercase):
-        return textsteps.lowercase()
-    if isinstance(n, Replace):
-        return textsteps.replace(n.pattern, n.content, is_regex=n.regex)
-    if isinstance(n, Prepend):
-        return textsteps.prepend(n.prepend)
-    assert isinstance(n, Strip)
-    return textsteps.strip(left=n.left, right=n.right)
-
-
-def _pre_tokenizer(p: PreTokenizer) -> PreTokenize:
-    if isinstance(p, Split):
-        return textsteps.split(p.pattern, p.behavior, is_regex=p.regex, invert=p.invert)
-    if isinstance(p, ByteLevel):
-        return textsteps.byte_level(add_prefix_space=p.add_prefix_space, use_regex=p.use_regex)
-    if isinstance(p, Metaspace):
-        return textsteps.metaspace(p.replacement, p.prepend_scheme, split_pieces=p.split)
-    if isinstance(p, Digits):
-        return textsteps.digits(individual=p.individual_digits)
-    if isinstance(p, Punctuation):
-        return textsteps.punctuation(p.behavior)
-    if isinstance(p, Whitespace):
-        return textsteps.whitespace()
-    return textsteps.whitespace_split()

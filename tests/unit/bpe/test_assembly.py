@@ -7,8 +7,7 @@ from itertools import combinations, pairwise
 
 import pytest
 
-from service.bpe import StreamDecoder, Tokenizer
-from service.bpe.stream.assembly import Assembler
+from service.bpe import Tokenizer
 from service.bpe.stream.options import AssemblyLimits, AssemblyOptions, assembler_for
 from service.bpe.stream.stops import StopMatcher
 from service.errors import StreamOptionError, StreamStateError
@@ -180,18 +179,15 @@ def test_priming_with_a_prompt_that_ends_mid_character(
 
 
 def test_a_leading_space_rule_applies_to_the_prompt_not_the_output(registry: Registry) -> None:
-    """A family that drops the first leading space of a sequence (SentencePiece): the output
-    after a prompt keeps its space, as the full decode of prompt + output shows it."""
-    tok = registry.resolve("gpt2").tokenizer
-
-    def drop_space(data: bytes) -> bytes:
-        return data[1:] if data.startswith(b" ") else data
-
-    hi, there = tok.encode(" Hi"), tok.encode(" there")
-    plain = Assembler(StreamDecoder(tok.decode_bytes), tok.decode_bytes, lead=drop_space)
-    assert plain.decode(hi + there) + plain.flush() == "Hi there"
-    primed = Assembler(StreamDecoder(tok.decode_bytes), tok.decode_bytes, lead=drop_space)
-    primed.prime(hi)
+    """A decoder that drops the first token's leading space (SentencePiece-style, mistral-v7's
+    Metaspace): the output after a prompt keeps its space, as the full decode of prompt +
+    output shows it, and a stream that starts with the output drops it."""
+    tok = registry.resolve("mistral-v7").tokenizer
+    hi, there = tok.encode("Hi"), tok.encode(" there")[1:]  # "▁there" after the prompt
+    assert tok.decode(hi + there) == "Hi there"
+    plain = assembler_for(tok, AssemblyOptions(), LIMITS)
+    assert plain.decode(there) + plain.flush() == "there"
+    primed = assembler_for(tok, AssemblyOptions(prompt_ids=hi), LIMITS)
     assert primed.decode(there) + primed.flush() == " there"
 
 

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from service.bpe import PythonEngine, Tokenizer, Vocabulary, train
+from service.bpe.engine.patterns import GPT2_PATTERN
 from service.bpe.text.explain import (
     MAX_EXPLAIN_CHARS,
     MAX_INLINE_MERGES,
@@ -16,7 +17,6 @@ from service.bpe.text.explain import (
     replay,
 )
 from service.errors import InputError, LimitExceededError
-from service.store.formats.presets import GPT2_PATTERN
 from service.store.registry import Registry
 
 TEXTBOOK = [[98, 99, 256], [97, 98, 257], [257, 99, 258]]

@@ -96,7 +96,7 @@ def test_ranks_family_ids_match_transformers_and_tiktoken(registry: Registry, mo
 
     template = registry.resolve_model(model).profile.chat.template  # type: ignore[union-attr]
     oracle = tiktoken_oracle(registry, model)
-    form = registry.resolve(model).tokenizer.normalization
+    form = registry.resolve(model).normalization
     rng = random.Random(f"oracle-{model}")
     mismatches, refused = [], 0
     for n in range(N_CONVERSATIONS):

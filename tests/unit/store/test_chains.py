@@ -7,11 +7,11 @@ import pytest
 
 from service.bpe.engine import native
 from service.bpe.engine.native import NativeEngine
+from service.bpe.engine.patterns import DEEPSEEK_CHAIN, LLAMA3_PATTERN
 from service.settings import BUNDLED_STORE
-from service.store.formats.chains import DEEPSEEK_CHAIN, chain_scanner
-from service.store.formats.presets import LLAMA3_PATTERN
+from service.store.formats.chains import chain_scanner
 from service.store.formats.tokenizer import parse
-from service.store.pipeline.format import ByteLevel, Digits, PreTokenizer, Split
+from service.store.pipeline.pre_tokenizers import ByteLevel, Digits, PreTokenizer, Split
 from service.store.registry import Registry
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native engine is not built")
@@ -27,13 +27,13 @@ def test_the_shipped_deepseek_files_are_scanned(registry: Registry, name: str) -
     tf = parse((BUNDLED_STORE / name / "1.json").read_bytes())
     assert chain_scanner(tf.pre_tokenizers or ()) == "deepseek"
     tok = registry.resolve(name).tokenizer
-    assert isinstance(tok.engine, NativeEngine) and tok._scan is not None
+    assert isinstance(tok.engine, NativeEngine) and tok._cut is not None
 
 
 def test_the_reference_engine_keeps_the_python_steps(reference: Registry) -> None:
     tok = reference.resolve("deepseek-v3").tokenizer
-    assert tok.pipeline is not None and tok.pipeline.scanner == "deepseek"
-    assert tok._scan is None
+    assert tok.pipeline.scanner == "deepseek"
+    assert tok._cut is None
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,6 @@
-"""Normalizer and pre-tokenizer steps of Hugging Face `tokenizers`, reimplemented exactly.
+"""The pre-tokenizers of Hugging Face `tokenizers`, reimplemented exactly.
 
-A normalizer maps a stretch of text to text and says whether the result still begins at the
-original's first character (what `prepend_scheme: first` asks: a leading strip moves it). A
-pre-tokenizer step maps one piece to pieces; steps run in order, each on every piece the previous
+A pre-tokenizer step maps one piece to pieces; steps run in order, each on every piece the previous
 step made; empty pieces are dropped, as the reference drops them. A step is told whether its piece
 begins at the very start of the caller's text (`at_start`) and answers with its pieces and whether
 the first of them begins where its piece began.
@@ -15,75 +13,18 @@ from typing import Literal
 
 import regex
 
-from service.bpe.deadline import checkpoint
-from service.bpe.pipeline import normal_forms
+from service.bpe.deadline import CHECK_EVERY, checkpoint
 
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
-Normalize = Callable[[str, bool], tuple[str, bool]]
 PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
 
 # Hugging Face's ByteLevel regex (GPT-2's), and Rust's char classes in `regex` syntax
 BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-CHECK_EVERY = 4096  # pieces (or segments) between two checks of the work's deadline
 _WHITESPACE = r"\p{White_Space}"
 _PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
 _WORD_RUNS = r"\w+|[^\w\s]+"
 
 
-# --- normalizers ------------------------------------------------------------------------------
-def unicode_form(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Normalize:
-    normal_forms.prepare(form)  # as the tokenizer loads, not on a request's first run of marks
-
-    def normalize(text: str, origin: bool) -> tuple[str, bool]:
-        return normal_forms.normalize(form, text), origin
-
-    return normalize
-
-
-def lowercase() -> Normalize:
-    return lambda text, origin: (text.lower(), origin)
-
-
-def replace(pattern: str, content: str, *, is_regex: bool) -> Normalize:
-    if not is_regex and pattern:  # a string: str.replace, leftmost non-overlapping as the regex
-        return lambda text, origin: (
-            text.replace(pattern, content),
-            origin and (bool(content) or not text.startswith(pattern)),
-        )
-    compiled = regex.compile(pattern if is_regex else regex.escape(pattern))
-
-    def normalize(text: str, origin: bool) -> tuple[str, bool]:
-        if not pattern:
-            return text, origin
-        first = compiled.search(text)
-        if first is None:
-            return text, origin
-        # a match at the start replaced by nothing leaves a text beginning later in the original
-        moved = first.start() == 0 and not content and first.end() > 0
-        return compiled.sub(lambda _: content, text), origin and not moved
-
-    return normalize
-
-
-def prepend(prefix: str) -> Normalize:
-    return lambda text, origin: ((prefix + text) if text else text, origin)
-
-
-def strip(*, left: bool, right: bool) -> Normalize:
-    lead = regex.compile(_WHITESPACE + "+")
-
-    def normalize(text: str, origin: bool) -> tuple[str, bool]:
-        out = text
-        if left and (m := lead.match(out)):
-            out, origin = out[m.end() :], False
-        if right:
-            out = regex.sub(_WHITESPACE + "+$", "", out)
-        return out, origin
-
-    return normalize
-
-
-# --- pre-tokenizers ---------------------------------------------------------------------------
 def _spans(text: str, matcher: regex.Pattern[str], invert: bool) -> list[tuple[int, int, bool]]:
     """(start, end, is_match) covering `text`, gaps between matches included."""
     out: list[tuple[int, int, bool]] = []
@@ -209,12 +150,6 @@ def whitespace() -> PreTokenize:
 
 def whitespace_split() -> PreTokenize:
     return split(_WHITESPACE + "+", "removed", is_regex=True, invert=False)
-
-
-def run_normalizers(steps: Sequence[Normalize], text: str, origin: bool) -> tuple[str, bool]:
-    for step in steps:
-        text, origin = step(text, origin)
-    return text, origin
 
 
 def run_pre_tokenizers(steps: Sequence[PreTokenize], text: str, at_start: bool) -> list[str]:
