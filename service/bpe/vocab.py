@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from typing import Literal
 
@@ -126,12 +126,14 @@ class Vocabulary:
         byte_ids = self.byte_ids
         return merge_pairs([byte_ids[b] for b in piece], self.merges, self._new_of)
 
-    def self_consistent(self) -> bool:
+    def self_consistent(self, all_whole: Callable[[Vocabulary], bool] | None = None) -> bool:
         """True when every token's bytes encode to that token alone.
 
         Always true for `ranks` (a piece that is a token is returned whole). For `pairs` it is what
         makes lowest-rank-pair merging agree with lowest-rank-bytes merging on every input, so a
-        faster `ranks` engine may serve it.
+        faster `ranks` engine may serve it. `all_whole`: the same check of every token by another
+        engine (the native one's `pairs_all_whole`, in one call); by default the merge rule runs
+        here on each token.
         """
         if self.rule == "ranks":
             return True
@@ -141,11 +143,8 @@ class Vocabulary:
         with_bytes = compress(range(len(tokens)), map(operator.is_not, tokens, repeat(None)))
         if not set(with_bytes).issubset(set(self._triples[2::3]).union(self.byte_ids)):
             return False  # a token no merge makes (format v2's `tokens`) is never an output
-        from service.bpe.engine.native import pairs_all_whole  # noqa: PLC0415 (native imports this)
-
-        whole = pairs_all_whole(self)  # the same rule in C, in one call: 100x faster
-        if whole is not None:
-            return whole
+        if all_whole is not None:
+            return all_whole(self)
         merges, byte_ids = self.merges, self.byte_ids
         for new in self._triples[2::3]:
             data = tokens[new] or b""

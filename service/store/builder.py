@@ -16,6 +16,7 @@ import msgspec
 from service.bpe import Engine, Tokenizer, Vocabulary
 from service.bpe.engine.text_cache import TextCache
 from service.errors import FormatError
+from service.store import engines
 from service.store.engines import engine_sharing, native_lent
 from service.store.firstuse import BuiltTokenizer, FirstUse
 from service.store.formats.tokenizer import TokenizerFile, parse
@@ -121,7 +122,7 @@ def build(
         for synthetic in expand:  # never an output: expanded into byte-fallback ids
             vocab.tokens[synthetic] = None
         vocab = shared.same_content(key, vocab)
-        self_consistent = vocab.self_consistent()
+        self_consistent = engines.self_consistent(vocab)
         twin = shared.twin(key, vocab.rule)
         lent = None  # a twin under the other rule gives the same ids when both are consistent
         if twin is not None and self_consistent and twin.self_consistent and not expand:

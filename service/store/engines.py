@@ -19,6 +19,12 @@ from service.bpe.engine import native
 log = logging.getLogger("toksvc")
 
 
+def self_consistent(vocab: Vocabulary) -> bool:
+    """Whether the `ranks` rule gives a vocabulary's ids (`Vocabulary.self_consistent`), checked
+    in C where the extension is built, whichever engine serves it."""
+    return vocab.self_consistent(native.pairs_all_whole if native.AVAILABLE else None)
+
+
 def native_engine(
     vocab: Vocabulary, pattern: str | None, self_consistent: bool = False
 ) -> Engine | None:
