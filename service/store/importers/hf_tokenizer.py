@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from service.bpe.merge import merge_ranks
 from service.errors import StoreError
 from service.store.importers.gpt2 import gpt2_byte_alphabet
+from service.store.importers.ranks import ranks_merges
 from service.store.importers.sources import Found, read_json, source_note
 from service.store.pipeline.added_tokens import import_added
 from service.store.pipeline.component import Refuser, flat_steps
@@ -174,21 +174,8 @@ def _ranks(token_bytes: dict[int, bytes], where: str) -> Found:
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise StoreError(where, f"model.vocab: no token for the byte(s) {missing[:8]}")
-    known = {bytes([b]): ranks[bytes([b])] for b in range(256)}
-    merges: list[tuple[int, int, int]] = []
-    extra: list[tuple[int, str]] = []
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) == 1:
-            continue
-        parts = merge_ranks(token, known)
-        if len(parts) == 2:
-            merges.append((parts[0], parts[1], rank))
-        else:
-            extra.append((rank, token.hex()))
-        known[token] = rank
-    return Found(
-        "ranks", merges, None, "none", {}, "", [ranks[bytes([b])] for b in range(256)], extra
-    )
+    byte_ids, merges, extra = ranks_merges(ranks, where)
+    return Found("ranks", merges, None, "none", {}, "", byte_ids, extra)
 
 
 def _pairs(

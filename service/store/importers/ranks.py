@@ -52,14 +52,23 @@ def from_ranks(
     normalization: Normalization,
     source: str,
 ) -> Found:
-    """A `ranks` tokenizer from token bytes -> rank (the rank is the id).
+    """A `ranks` tokenizer from token bytes -> rank (the rank is the id)."""
+    byte_ids, merges, extra = ranks_merges(ranks, str(path))
+    found = Found("ranks", merges, pattern, normalization, dict(special_tokens), source)
+    return msgspec.structs.replace(found, byte_ids=byte_ids, tokens=extra)
 
-    Every multi-byte token becomes a merge of the two parts that tiktoken's own rule leaves when
-    only lower ranks may merge; a token with no such split keeps its bytes in `tokens`.
-    """
+
+def ranks_merges(
+    ranks: Mapping[bytes, int], where: str
+) -> tuple[list[int], list[tuple[int, int, int]], list[tuple[int, str]]]:
+    """The byte ids, merges and extra tokens of a ranks vocabulary (token bytes -> rank), the
+    one way every importer writes them (tiktoken files, tekken files, tokenizer.json with
+    `ignore_merges`): every multi-byte token becomes a merge of the two parts that tiktoken's
+    own rule leaves when only lower ranks may merge, else of the first split into two lower
+    tokens; a token with no such split keeps its bytes in `tokens`."""
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
-        raise StoreError(str(path), f"no rank for the single byte(s) {missing[:8]}")
+        raise StoreError(where, f"no rank for the single byte(s) {missing[:8]}")
     known = {bytes([b]): ranks[bytes([b])] for b in range(256)}
     merges: list[tuple[int, int, int]] = []
     extra: list[tuple[int, str]] = []
@@ -81,6 +90,4 @@ def from_ranks(
         else:
             extra.append((rank, token.hex()))
         known[token] = rank
-    byte_ids = [ranks[bytes([b])] for b in range(256)]
-    found = Found("ranks", merges, pattern, normalization, dict(special_tokens), source)
-    return msgspec.structs.replace(found, byte_ids=byte_ids, tokens=extra)
+    return [ranks[bytes([b])] for b in range(256)], merges, extra
