@@ -85,6 +85,15 @@ CASES: list[tuple[str, str, str, bytes, dict[str, str], int, str]] = [
         "invalid-body",
     ),
     (
+        "ids given as 2,000 lists: never a batch",
+        "POST",
+        f"{T}/decode",
+        json.dumps({"ids": [[]] * 2000}).encode(),
+        JSON,
+        400,
+        "invalid-body",
+    ),
+    (
         "a batch of 2,000 lists (> 16)",
         "POST",
         f"{T}/decode",
