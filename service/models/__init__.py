@@ -1,4 +1,5 @@
-"""Models and billing: chat formats, conversation counts, estimates with prices, text budgets.
+"""Models and billing: chat formats, conversation counts, the providers' request shapes,
+images, and estimates with prices.
 
 Between the store (profiles, price files, tokenizers) and the API; knows nothing of HTTP.
 """

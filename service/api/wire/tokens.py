@@ -17,7 +17,6 @@ SpecialList = list[str] | Literal["all"]
 Ids = list[int]
 ErrorsMode = Literal["strict", "replace"]
 
-_REF = "a tokenizer reference `name` or `name@version`"
 _TEXT = "one text to encode; give exactly one of `text` or `texts`"
 _TEXTS = "several texts, one result each, in order; give exactly one of `text` or `texts`"
 _ALLOWED = (

@@ -8,7 +8,6 @@ verified at load like tokenizer files. The JSON Schemas in docs/ are generated f
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 import jinja2
@@ -203,13 +202,6 @@ def parse_prices(data: bytes, where: str) -> PriceFile:
             raise FormatError(where, f"prices[{i}]", f"{price.model} is priced twice")
         seen.add(price.model)
     return pf
-
-
-def decimal_of(text: str) -> Decimal:
-    try:
-        return Decimal(text)
-    except InvalidOperation:  # pragma: no cover - the schema pattern admits only decimals
-        raise ValueError(text) from None
 
 
 def model_path(name: str, version: str) -> str:
