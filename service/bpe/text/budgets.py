@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal
 
-from service.bpe import Tokenizer
 from service.bpe.deadline import Deadline
+from service.bpe.tokenizer import Tokenizer
 from service.errors import InputError
 
 Keep = Literal["start", "end"]
