@@ -1,9 +1,9 @@
 """What one request or one stream may cost: output bytes, ids, seconds, and time blocked writing.
 
 - A decode request's output is measured (the byte length of its ids, ~25 ms per million ids)
-  before any of it is built: past TOKSVC_MAX_OUTPUT_BYTES it is a 413 problem. One `/decode` of a
-  million 128-space ids used to build a 128 MB string and a larger JSON body (1 GB RSS).
-- A stream's ids and duration are bounded as before; its sends are bounded too (`send_within`):
+  before any of it is built: past TOKSVC_MAX_OUTPUT_BYTES it is a 413 problem (a million
+  128-space ids would make a 128 MB string and a larger JSON body).
+- A stream's ids and duration are bounded, and so are its sends (`send_within`):
   a client that stops reading is cut off at the stream's deadline or when the worker stops,
   instead of holding its slot and buffers with `send()` blocked forever. The connection layer
   (`service.api.connection`) aborts any connection whose client reads nothing for

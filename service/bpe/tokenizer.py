@@ -207,7 +207,7 @@ def _unused_merge(pieces: list[str]) -> list[int]:
 def _guarded(call: Callable[[str], R], text: str) -> R:
     """The engine boundary: native code may fail with an exception that is not an `Exception`
     (tiktoken's core overflows its regex stack on ~1 M whitespace characters and raises
-    `pyo3_runtime.PanicException`, a `BaseException`, which went past every handler to a 500).
+    `pyo3_runtime.PanicException`, a `BaseException`, which no `except Exception` catches).
     Any failure of the engine becomes a typed error; the process's own exits pass through."""
     try:
         return call(text)

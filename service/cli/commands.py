@@ -22,8 +22,8 @@ from service.settings import Settings
 from service.store.formats.tokenizer import json_schema
 
 # This module: the parser, `main`, schema and serve (the web stack is imported only then). The
-# commands live by what they work on: train, import, verify, list in `cli_store`; encode, count,
-# decode in `cli_text`; models, count-chat, estimate in `cli_models`; `--store` in `cli_options`.
+# commands live by what they work on: train, import, verify, list in `store`; encode, count,
+# decode in `text`; models, count-chat, estimate in `models`; `--store` in `options`.
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -87,7 +87,7 @@ class NativeEngine:
             vocab.free_ids,
         )
         self.nbytes = self._engine.nbytes
-        # the ranks rule walks longer pieces with backtrack.h when the vocabulary qualifies
+        # either rule walks longer pieces with backtrack.h when the vocabulary qualifies
         self.backtracking = self._engine.backtracking
 
     def split_by(self, pattern: str | None, scanner: str | None = None) -> NativeEngine:

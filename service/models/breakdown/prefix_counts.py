@@ -1,5 +1,5 @@
 """The token counts of a conversation's prefixes (k = 0..n messages, no generation prompt), what a
-per-message breakdown is made of: a template's from the renderings chat_prefixes derives and the
+per-message breakdown is made of: a template's from the renderings `prefixes` derives and the
 rest rendered, harmony's in one pass. Each is encoded with the count's memo of stretches.
 """
 
@@ -34,7 +34,7 @@ def template(
     memo: StretchMemo,
     render: Render,
 ) -> list[int | None]:
-    """`rendered` of a template, with the renderings chat_prefixes derives."""
+    """`rendered` of a template, with the renderings `prefixes` derives."""
     variables = {**specials(chat), **kwargs, "tools": tools, "add_generation_prompt": False}
     derived = chat_prefixes.prefix_renderings(
         chat.template,
@@ -62,7 +62,7 @@ def rendered(
 ) -> list[int | None]:
     """Tokens of messages[:k] rendered, k = 0..n (None: the template refused that prefix; the
     whole too unless `strict`): the `derived` rendering counted where there is one
-    (chat_prefixes), else the prefix rendered."""
+    (`prefixes`), else the prefix rendered."""
     counts: list[int | None] = []
     for k in range(len(messages) + 1):
         if derived is not None and count is not None and (rendering := derived[k]) is not None:

@@ -1,7 +1,7 @@
 """Adding tokenizers, model profiles and price files to a user's store: which store is written
-(never the bundled one), which importer reads which files (tiktoken rank files: `rankfile`;
-Mistral's tekken files: `tekkenfile`; SentencePiece models: `spimport`; Hugging Face
-`tokenizer.json` and GPT-2's `encoder.json` + `vocab.bpe`: `bytelevel`, `hfjson`), what a preset
+(never the bundled one), which importer reads which files (tiktoken rank files: `ranks`;
+Mistral's tekken files: `tekken`; SentencePiece models: `sentencepiece`; Hugging Face
+`tokenizer.json`: `hf_tokenizer`; GPT-2's `encoder.json` + `vocab.bpe`: `gpt2`), what a preset
 brings, what the user's words add (description, license), and the file a trained model becomes.
 `add_to_store` validates each file before writing it; a model profile or price file is checked
 as the loader checks it and kept byte for byte. Every failure is a `StoreError` naming the file
