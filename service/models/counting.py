@@ -15,9 +15,10 @@ input_tokens`. `breakdown=False` renders once and gives the total only (what `es
 
 The figures are those of rendering every prefix, computed for less: a template's prefix
 renderings are derived from one tracked rendering of the whole wherever it proves them
-(breakdown/prefix_counts.py, breakdown/prefixes.py), the rest rendered alone; harmony counts each turn once. All the
-encodings of one count share a memo of the stretches of ordinary text already encoded, so the
-prefixes' text costs about its new stretches, and its renderings serialize an object once.
+(breakdown/prefix_counts.py, breakdown/prefixes.py), the rest rendered alone; harmony counts
+each turn once. All the encodings of one count share a memo of the stretches of ordinary text
+already encoded, so the prefixes' text costs about its new stretches, and its renderings
+serialize an object once.
 """
 
 from __future__ import annotations
