@@ -11,7 +11,19 @@ from pathlib import Path
 
 import msgspec
 
-from service.store.formats.model import *
+from service.store.formats.model import (
+    HarmonyChat,
+    JinjaChat,
+    ModelFile,
+    ModelMetadata,
+    OpenAIEstimateChat,
+    OpenAITileImages,
+    Price,
+    PriceFile,
+    model_path,
+    parse_model,
+    prices_path,
+)
 
 root = Path("tokenizers_store")
 
@@ -253,7 +265,7 @@ prices = PriceFile(
         ),
     ],
 )
-m = json.load(open(root / "manifest.json"))
+m = json.loads((root / "manifest.json").read_text())
 # profiles added by `toksvc import model` (the Mistral ones) are kept; this script's are rewritten
 m["models"] = [e for e in m["models"] if e["name"] not in {mf.name for mf in models}]
 m["prices"] = []
@@ -278,7 +290,7 @@ m["prices"].append(
     dict(name="openai", version="1", path=p, sha256=hashlib.sha256(data).hexdigest(), default=True)
 )
 m["models"].sort(key=lambda e: e["name"])
-open(root / "manifest.json", "w").write(json.dumps(m, indent=2) + "\n")
+(root / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
 
 # o200k_harmony: o200k_base plus the harmony special tokens of tiktoken_ext/openai_public.py
 from service.store.formats.tokenizer import Metadata, parse  # noqa: E402
