@@ -158,8 +158,8 @@ class Tokenizer:
         return _guarded(self.engine.encode_ordinary, text)
 
     def _count(self, text: str) -> int:
-        if self._cacheable(text):
-            return len(self._ordinary(text))
+        if self._cache is not None and self._cacheable(text):
+            return len(self._cache.ids(self._owner, text, self._encode_guarded))
         return _guarded(self.engine.count_ordinary, text)  # no ids list is kept
 
     def _encode_guarded(self, text: str) -> list[int]:

@@ -61,6 +61,7 @@ class Pipeline:
     # the normalizers as (pattern, content) when all are literal replacements (Gemma: ' ' -> '▁')
     replaces: tuple[tuple[str, str], ...] | None = None
     _expand_from: int = 0  # the lowest synthetic id (set on creation)
+    _plain: bool = False  # every added token is special: none is split out unless allowed
     _key: object = field(default=None, compare=False, repr=False)  # `added` as a cache key
 
     def __post_init__(self) -> None:
@@ -75,6 +76,7 @@ class Pipeline:
         object.__setattr__(self, "added", tuple(added))
         object.__setattr__(self, "_key", AddedSet(self.added))
         object.__setattr__(self, "_expand_from", min(self.expand, default=0))
+        object.__setattr__(self, "_plain", all(a.special for a in self.added))
         matchers(self._key, frozenset())  # built at load: Gemma's 6,414 literals take 0.1 s
 
     @classmethod
@@ -109,12 +111,14 @@ class Pipeline:
         cost about their new stretches. `words`: the engine's word cut and merge of the whole
         text's stretches in one call (for a pipeline with `words`, no added tokens matched on
         normalized text and no memo)."""
+        if not allowed and self._plain and memo is None and words is None:  # one stretch
+            segment, origin = (
+                run_normalizers(self.normalizers, text, True) if self.normalizers else (text, True)
+            )
+            return self._pieces(segment, origin, merge, scan) if segment else []
         raw, normalized = matchers(self._key, frozenset(allowed))
         if words is not None and normalized is None and memo is None:
             return self._expanded(words(self._stretches(text, raw)))
-        if raw is None and normalized is None and memo is None:  # one stretch: its own list
-            segment, origin = run_normalizers(self.normalizers, text, True)
-            return self._pieces(segment, origin, merge, scan) if segment else []
         out: list[int] = []
         for n, (start, end, token) in enumerate(split_added(text, raw)):
             if n % CHECK_EVERY == CHECK_EVERY - 1:
@@ -135,6 +139,8 @@ class Pipeline:
         """The number of ids `encode` gives, each stretch counted by `count` (the engine's
         count of a normalized stretch: no ids list is kept). For pipelines whose added tokens
         all match the raw text and need no expansion (`engine_cuts`)."""
+        if not allowed and self._plain:  # one stretch
+            return count(run_normalizers(self.normalizers, text, True)[0]) if text else 0
         raw, _ = matchers(self._key, frozenset(allowed))
         total = 0
         for n, (start, end, token) in enumerate(split_added(text, raw)):
@@ -171,7 +177,8 @@ class Pipeline:
         """The ids of normalized text without added tokens: cut and merged by the engine
         (`scan`), or cut by the pre-tokenizers and each piece merged."""
         if scan is not None:
-            return self._expanded(scan(segment))
+            ids = scan(segment)
+            return self._expanded(ids) if self.expand else ids
         pieces = run_pre_tokenizers(self.pre_tokenizers, segment, at_start)
         return self._expanded(merge(pieces)) if pieces else []
 
