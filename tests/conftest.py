@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import tiktoken
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
+from service.bpe import Tokenizer
 from service.bpe.engine import native
 from service.runtime import engine_factory
 from service.settings import BUNDLED_STORE, Settings
 from service.store.loader import load_store
 from service.store.registry import Registry
+from tests.support.sentencepiece_like import SYNTHETIC, build_store
 from tests.support.server import Server, start_server, stop_server
 from tests.support.testdata import tiktoken_ranks, vocab_file
 
@@ -49,6 +51,31 @@ def registry() -> Registry:
     reg = load_store(BUNDLED_STORE, engine_factory("auto"))
     assert not reg.failures, reg.failures
     return reg
+
+
+def bundled_refs() -> list[str]:
+    """Every tokenizer of the bundled store, `name@version`, from its manifest (known before
+    any fixture, for parametrizing)."""
+    manifest = json.loads((BUNDLED_STORE / "manifest.json").read_text("utf-8"))
+    return [f"{e['name']}@{e['version']}" for e in manifest["tokenizers"]]
+
+
+# every bundled tokenizer, and the SentencePiece-style constructions whose files are not shipped
+EVERY_TOKENIZER = [*bundled_refs(), *SYNTHETIC]
+
+
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Registry:
+    """The tokenizers of tests/support/sentencepiece_like.py, trained and loaded once."""
+    reg = load_store([build_store(tmp_path_factory.mktemp("synthetic"))], engine_factory("auto"))
+    assert not reg.failures, reg.failures
+    return reg
+
+
+@pytest.fixture(scope="session")
+def tokenizer_of(registry: Registry, synthetic: Registry) -> Callable[[str], Tokenizer]:
+    """A ref of `EVERY_TOKENIZER` -> its tokenizer (each built once per session)."""
+    return lambda ref: (synthetic if ref in SYNTHETIC else registry).resolve(ref).tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 Both are built in the work that encodes (off the event loop when large), and only after their
 JSON size has been worked out from the ids (`wire_size`, no list built): past
-TOKSVC_MAX_OUTPUT_BYTES the request is a 413 problem. (8.4 MB of text once gave a 327 MB answer.)
+TOKSVC_MAX_OUTPUT_BYTES the request is a 413 problem.
 """
 
 from __future__ import annotations
@@ -21,27 +21,26 @@ OFFSET_BYTES = 4  # brackets and commas of one [start, end] pair, beside its dig
 BASE64_OVERHEAD = 15  # `{"base64":""},` around a piece's base64
 
 
-def wire_size(
-    tok: Tokenizer, ids: Sequence[int], want_pieces: bool, unit: str, n_chars: int
-) -> int:
-    """The JSON bytes of `ids`' pieces (exact: each distinct token's piece is sized once) and an
-    upper estimate of their offsets over a text of `n_chars` characters (each pair two numbers of
-    at most the digits of 2 x `n_chars`, its length in UTF-16 at most)."""
+def wire_size(tok: Tokenizer, ids: Sequence[int], want_pieces: bool, unit: str) -> int:
+    """The JSON bytes of `ids`' pieces (exact: each distinct token's piece is sized once, then the
+    few first pieces that differ, `domain.leading`) and an upper estimate of their offsets (each
+    pair two numbers of at most the digits of twice the decoded text's length in code points, its
+    length in UTF-16 at most)."""
     size = 0
     if want_pieces:
-        each = {tid: _piece_size(tok, tid) for tid in set(ids)}
+        each = {tid: _piece_size(domain.piece_of(tok, tid)) for tid in set(ids)}
         size += sum(map(each.__getitem__, ids))
+        size += sum(_piece_size(p) - each[ids[i]] for i, p in domain.leading(tok, ids))
     if unit != "none":
+        n_chars = len(tok.decode(ids, "replace"))  # the text offsets count in, not the input
         size += (2 * len(str(2 * n_chars)) + OFFSET_BYTES) * len(ids)
     return size
 
 
-def _piece_size(tok: Tokenizer, tid: int) -> int:
-    data = tok.decode_bytes([tid])
-    try:
-        return len(_encode(data.decode("utf-8"))) + 1  # and a comma
-    except UnicodeDecodeError:
-        return 4 * -(-len(data) // 3) + BASE64_OVERHEAD
+def _piece_size(piece: str | bytes) -> int:
+    if isinstance(piece, str):
+        return len(_encode(piece)) + 1  # and a comma
+    return 4 * -(-len(piece) // 3) + BASE64_OVERHEAD
 
 
 def extras(

@@ -72,8 +72,10 @@ class IdBytes:
 
     def character_starts(self, ids: Sequence[int]) -> list[int]:
         """How many characters start in each token's bytes (its UTF-8 lead bytes): summed over a
-        prefix of the ids, where the next token lies in the decoded text, in code points (a
-        character split over two tokens counts in the first). Known ids only."""
+        prefix of the ids, where the next token lies in the joined bytes decoded, in code points
+        (a character split over two tokens counts in the first). That is the decoded text where
+        the decoder changes nothing; where it does (`▁` to a space, the first one dropped), see
+        `service.bpe.text.pieces.character_starts`. Known ids only."""
         leads = self._leads
         if leads is None:  # two threads may both build it: the same table, harmless
             starts = [0 if b is None else sum((c & 0xC0) != 0x80 for c in b) for b in self.table]

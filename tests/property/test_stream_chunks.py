@@ -1,7 +1,9 @@
-"""For every way of cutting ids into chunks, streaming decode equals the one-shot decode."""
+"""For every way of cutting ids into chunks, streaming decode equals the one-shot decode, on every
+tokenizer (a decoder's text steps applied as the stream leaves)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
@@ -10,10 +12,10 @@ from hypothesis import strategies as st
 
 from service.bpe import StreamDecoder, Tokenizer
 from service.errors import UndecodableBytesError
-from service.store.registry import Registry
+from tests.conftest import EVERY_TOKENIZER
 
 SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
@@ -37,19 +39,23 @@ def chunked(ids: list[int], cuts: list[int]) -> list[list[int]]:
     return [ids[a:b] for a, b in pairwise(bounds)]
 
 
-@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3", "qwen3.6", "tekken"])
+@pytest.mark.parametrize("ref", EVERY_TOKENIZER)
 @SETTINGS
 @given(data=st.data())
-def test_replace_mode_equals_one_shot(registry: Registry, ref: str, data: st.DataObject) -> None:
-    tok = registry.resolve(ref).tokenizer
+def test_replace_mode_equals_one_shot(
+    tokenizer_of: Callable[[str], Tokenizer], ref: str, data: st.DataObject
+) -> None:
+    tok = tokenizer_of(ref)
     ids = data.draw(id_streams(tok))
     cuts = data.draw(st.lists(st.integers(0, 10_000), max_size=10))
     resumable = data.draw(st.booleans())
-    decoder = StreamDecoder(tok.decode_bytes, "replace")
+    decoder = StreamDecoder(tok.decode_bytes, "replace", text_step=tok.text_step)
     out = []
     for chunk in chunked(ids, cuts):
         if resumable:  # the stateless form: a fresh decoder per step, carrying only the state
-            decoder = StreamDecoder.resume(tok.decode_bytes, decoder.state(), "replace")
+            decoder = StreamDecoder.resume(
+                tok.decode_bytes, decoder.state(), "replace", tok.text_step
+            )
         out.append(decoder.decode(chunk))
     out.append(decoder.flush())
     assert "".join(out) == tok.decode(ids, "replace")
@@ -58,20 +64,20 @@ def test_replace_mode_equals_one_shot(registry: Registry, ref: str, data: st.Dat
         assert all("\ufffd" not in part for part in out)  # a split character is never replaced
 
 
-@pytest.mark.parametrize("ref", ["cl100k_base", "qwen3", "qwen3.6", "tekken"])
+@pytest.mark.parametrize("ref", EVERY_TOKENIZER)
 @SETTINGS
 @given(data=st.data())
 def test_strict_mode_fails_exactly_when_one_shot_fails(
-    registry: Registry, ref: str, data: st.DataObject
+    tokenizer_of: Callable[[str], Tokenizer], ref: str, data: st.DataObject
 ) -> None:
-    tok = registry.resolve(ref).tokenizer
+    tok = tokenizer_of(ref)
     ids = data.draw(id_streams(tok))
     cuts = data.draw(st.lists(st.integers(0, 10_000), max_size=10))
     try:
         expected: str | UndecodableBytesError = tok.decode(ids, "strict")
     except UndecodableBytesError as exc:
         expected = exc
-    decoder = StreamDecoder(tok.decode_bytes, "strict")
+    decoder = StreamDecoder(tok.decode_bytes, "strict", text_step=tok.text_step)
     out = []
     try:
         for chunk in chunked(ids, cuts):
@@ -80,6 +86,9 @@ def test_strict_mode_fails_exactly_when_one_shot_fails(
     except UndecodableBytesError as exc:
         assert isinstance(expected, UndecodableBytesError)
         assert exc.offset == expected.offset
-        assert tok.decode_bytes(ids)[: exc.offset].startswith("".join(out).encode())
+        valid = tok.decode_bytes(ids)[: exc.offset].decode()  # what left before the error
+        if tok.text_step is not None and valid:
+            valid = tok.text_step(valid, tok.decode_bytes(ids[:1]))
+        assert valid.startswith("".join(out))
         return
     assert "".join(out) == expected

@@ -74,11 +74,7 @@ async def encoded(
     def with_extras(results: list[list[int]]) -> tuple[list[list[int]], list[Extras]]:
         if not wanted:
             return results, [(None, None)] * len(results)
-        texts = [data.text] if data.text is not None else data.texts or []
-        size = sum(
-            token_pieces.wire_size(tok, ids, data.pieces, data.offsets, len(text))
-            for ids, text in zip(results, texts, strict=True)
-        )
+        size = sum(token_pieces.wire_size(tok, ids, data.pieces, data.offsets) for ids in results)
         check_output(settings, size, "bytes of pieces and offsets per request")
         extras = [token_pieces.extras(tok, ids, data.pieces, data.offsets) for ids in results]
         return results, extras

@@ -1,14 +1,14 @@
 """Token budgets on text: truncate to at most N tokens, and chunk into pieces of at most N tokens.
 
 Cuts fall between characters (never inside one) and every count returned is the count of the
-returned text itself. The text is encoded once; a walk over its tokens (how many characters each
-token's bytes start) guesses where the N-th token ends. BPE is not prefix-stable (a text cut at
-a token boundary may encode differently near the cut), so the guess is then checked by counting
-the cut text itself, and moved by galloping and bisection to a cut that fits while one more
-character would not. A good guess costs two counts of the piece, so `chunk` is linear in the
-text, not quadratic (the idea of rust-gems' interval counting: the whole encoding predicts every
-piece's). Each count checks the work's `Deadline`, so the work ends at its deadline or when it is
-stopped.
+returned text itself. The text is encoded once; a walk over its tokens (how many characters of
+the decoded text each token starts, `pieces.character_starts`) guesses where the N-th token ends.
+BPE is not prefix-stable (a text cut at a token boundary may encode differently near the cut), so
+the guess is then checked by counting the cut text itself, and moved by galloping and bisection to
+a cut that fits while one more character would not. A good guess costs two counts of the piece,
+so `chunk` is linear in the text, not quadratic (the idea of rust-gems' interval counting: the
+whole encoding predicts every piece's). Each count checks the work's `Deadline`, so the work ends
+at its deadline or when it is stopped.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from itertools import accumulate
 from typing import Literal
 
 from service.bpe.deadline import Deadline
+from service.bpe.text.pieces import character_starts
 from service.bpe.tokenizer import Tokenizer
 from service.errors import InputError
 
@@ -42,7 +43,7 @@ class _Text:
         self.tok, self.text, self.deadline = tok, text, deadline
         self.n_tokens = self.count(text)
         ids = tok.encode(text, disallowed_special=frozenset()) if self.n_tokens else []
-        self.ends = list(accumulate(tok.character_starts(ids)))  # chars up to each token's end
+        self.ends = list(accumulate(character_starts(tok, ids)))  # chars up to each token's end
 
     def count(self, s: str) -> int:
         self.deadline.check()

@@ -58,6 +58,22 @@ def test_encode_single_and_batch(client: TestClient[Any], registry: Registry) ->
     ]
 
 
+def test_encode_offsets_follow_the_decoder(client: TestClient[Any]) -> None:
+    """mistral-v7's tokens are `▁Hello`, `▁world`, ...: each token's piece and span are what it
+    adds to the decoded text (`▁` a space, the first one dropped), in both units, in a batch too."""
+    text = "Hello world, how are you"
+    words = ["Hello", " world", ",", " how", " are", " you"]
+    url = "/v1/tokenizers/mistral-v7/encode"
+    for unit in ("codepoints", "utf16"):
+        r = client.post(url, json={"text": text, "pieces": True, "offsets": unit}).json()
+        assert r["pieces"] == words
+        assert r["offsets"] == [[0, 5], [5, 11], [11, 12], [12, 16], [16, 20], [20, 24]]
+        assert [text[s:e] for s, e in r["offsets"]] == words
+    r = client.post(url, json={"texts": ["🎉 x", text], "offsets": "utf16"}).json()
+    assert r["results"][0]["offsets"] == [[0, 0], [0, 2], [2, 4]]  # `▁`, 🎉 (two units), `▁x`
+    assert r["results"][1]["offsets"][:2] == [[0, 5], [5, 11]]
+
+
 def test_special_token_policy(client: TestClient[Any]) -> None:
     url = "/v1/tokenizers/cl100k_base/encode"
     doc = problem(
