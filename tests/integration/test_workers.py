@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.server import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server, worker_pids
 
 REQUESTS = 120
 
@@ -19,13 +19,6 @@ def two_workers() -> Iterator[Server]:
     s = start_server(2)
     yield s
     stop_server(s)
-
-
-def worker_pids(server: Server) -> set[int]:
-    """The supervisor's worker processes (not multiprocessing's resource tracker)."""
-    pid = server.process.pid
-    children = {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
-    return {p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
 
 
 def metric(text: str, name: str, **labels: str) -> float:

@@ -21,19 +21,14 @@ from websockets.sync.client import connect
 
 from service.settings import BUNDLED_STORE
 from tests.integration.rawhttp import NdjsonStream
-from tests.support.server import ROOT, Server, free_port, start_server, stop_server
+from tests.support.server import ROOT, Server, free_port, start_server, stop_server, worker_pids
 from tests.support.testdata import all_text
-
-
-def workers_of(pid: int) -> set[int]:
-    children = {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
-    return {p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
 
 
 def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> None:
     server = start_server(2)
     try:
-        before = workers_of(server.process.pid)
+        before = worker_pids(server)
         results: list[int] = []
         stop = threading.Event()
 
@@ -57,7 +52,7 @@ def test_a_killed_worker_is_replaced_and_only_its_in_flight_requests_fail() -> N
             os.kill(victim, signal.SIGKILL)
             replaced = set()
             for _ in range(100):  # the supervisor starts a new worker, which loads the store
-                replaced = workers_of(server.process.pid) - before
+                replaced = worker_pids(server) - before
                 if replaced:
                     break
                 time.sleep(0.1)
