@@ -25,7 +25,7 @@ from typing import TypeVar
 S = TypeVar("S", int, bytes)
 
 _NONE = 1 << 62  # rank of a pair that cannot merge
-LONG_PIECE = 128  # from this length on, the heap version is faster
+HEAP_FROM = 128  # symbols from which the heap version is faster in Python (C: its own LONG_PIECE)
 
 
 def merge_pairs(
@@ -36,7 +36,7 @@ def merge_pairs(
     otherwise the new id is the rank."""
     if len(ids) < 2:
         return ids
-    if len(ids) >= LONG_PIECE:
+    if len(ids) >= HEAP_FROM:
         made_by = (lambda a, b, r: r) if new_of is None else (lambda a, b, r: new_of[r])
         return _merge_long(ids, lambda a, b: merges.get((a, b)), made_by)
     get = merges.get
@@ -62,7 +62,7 @@ def merge_ranks(piece: bytes, encoder: Mapping[bytes, int]) -> list[int]:
     whole = encoder.get(piece)
     if whole is not None:
         return [whole]
-    if len(piece) >= LONG_PIECE:
+    if len(piece) >= HEAP_FROM:
         parts = _merge_long(
             [piece[i : i + 1] for i in range(len(piece))],
             lambda a, b: encoder.get(a + b),

@@ -1,7 +1,7 @@
 import random
 
 from service.bpe import PythonEngine, Tokenizer, Vocabulary
-from service.bpe.merge import LONG_PIECE, merge_pairs, merge_ranks
+from service.bpe.merge import HEAP_FROM, merge_pairs, merge_ranks
 from tests.support.oracle import naive_pairs, naive_ranks
 
 
@@ -44,7 +44,7 @@ def test_long_pieces_use_the_heap_path_and_agree_with_the_oracle() -> None:
         encoder[left + right] = new
         ids_of[left + right] = new
         tokens.append(left + right)
-    for length in (LONG_PIECE - 1, LONG_PIECE, 3 * LONG_PIECE):
+    for length in (HEAP_FROM - 1, HEAP_FROM, 3 * HEAP_FROM):
         for _ in range(20):
             piece = bytes(rng.choice(b"abcd") for _ in range(length))
             assert merge_ranks(piece, encoder) == naive_ranks(piece, encoder)
