@@ -178,19 +178,23 @@ class ImagesNotCountedError(InputError):
 
 class TemplateError(InputError):
     """The model's chat template refused the conversation (its own message is kept); `index`
-    names the message it refused (None: not known, or the conversation as a whole)."""
+    names the message it refused (None: not known, or the conversation as a whole); `located`
+    says how: "found", "whole" (no message is to blame: the generation prompt is refused), "not
+    found in time" (the search for the message ran out of time or size), or None (no search was
+    made)."""
 
     kind, title = "template-error", "The chat template raised"
-    fact_names: ClassVar[tuple[str, ...]] = ("index",)
+    fact_names: ClassVar[tuple[str, ...]] = ("index", "located")
 
-    def __init__(self, message: str, index: int | None = None) -> None:
+    def __init__(self, message: str, index: int | None = None, located: str | None = None) -> None:
         self.template_message = message = echoed(message, 4 * ECHO_CHARS)
         self.index = index
+        self.located = located
         where = "" if index is None else f"messages[{index}]: "
         super().__init__(f"{where}the chat template raised: {message}")
 
     def facts(self) -> dict[str, object]:
-        return {"index": self.index}  # null: no one message is to blame
+        return {"index": self.index, "located": self.located}  # index null: no one message
 
 
 class ChatFormatError(TemplateError):

@@ -90,8 +90,8 @@ def count_chat(
     except ChatFormatError:  # the format's own checks name the message
         raise
     except TemplateError as exc:
-        at = _refused(render, messages, tools, exc.template_message)
-        raise TemplateError(exc.template_message, at) from None
+        at, located = _refused(render, messages, tools, exc.template_message)
+        raise TemplateError(exc.template_message, at, located) from None
     total = len(ids)
     prefixes = len(text) * (len(messages) + 1) // 2  # what a template's breakdown encodes
     if breakdown and isinstance(chat, (JinjaChat, MistralChat)) and prefixes > BREAKDOWN_CHARS:
@@ -146,20 +146,36 @@ def count_chat(
 
 def _refused(
     render: Render, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, refusal: str
-) -> int | None:
-    """The message a template refused: the last of the shortest prefix it refuses with the same
-    message as the whole (a template may refuse a shorter prefix for reasons of its own, e.g. no
-    user message yet). None: no prefix is refused so, or the deadline or the size bound ends the
-    search (each rendering checks both)."""
-    for k in range(1, len(messages) + 1):
+) -> tuple[int | None, str]:
+    """The message a template refused, and how it was found: bisection over the prefixes, about
+    log2(n) renderings. The whole conversation is refused and the empty one is not, so some
+    message k turns a prefix the template accepts (or refuses for a reason of its own, e.g. no
+    user message yet) into one it refuses with the same message as the whole: `(k, "found")`.
+    It is the first such message whenever refusals only grow with the conversation, as they do
+    when a template checks each message in turn. `(None, "whole")`: the conversation without
+    the generation prompt renders, so no message is to blame. `(None, "not found in time")`:
+    the deadline or the size bound ended the search (each rendering checks both)."""
+
+    def refuses(k: int) -> bool:
         try:
             render(messages[:k], tools, False)
         except TemplateError as exc:
-            if exc.template_message == refusal:
-                return k - 1
-        except LimitExceededError:
-            return None
-    return None
+            return exc.template_message == refusal
+        return False
+
+    accepted, refused = 0, len(messages)  # prefix lengths: accepted is not refused so, refused is
+    try:
+        if not refuses(refused):  # every prefix renders: the generation prompt is refused
+            return None, "whole"
+        while refused - accepted > 1:
+            middle = (accepted + refused) // 2
+            if refuses(middle):
+                refused = middle
+            else:
+                accepted = middle
+    except LimitExceededError:
+        return None, "not found in time"
+    return refused - 1, "found"
 
 
 def _renderer(

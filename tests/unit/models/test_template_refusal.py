@@ -1,4 +1,4 @@
-"""A template that raises names the message it refused: the last of the shortest prefix of the
+"""A template that raises names the message it refused, found by bisecting the prefixes of the
 conversation it refuses with the same message (templates in a store of their own)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_the_refused_message_is_named(store: Registry, bad: int, breakdown: bool
     messages = [{"role": r, "content": f"m{i}"} for i, r in enumerate(roles)]
     messages[bad]["content"] = "bad"
     err = refusal(store, messages, breakdown=breakdown)
-    assert err.index == bad and err.facts() == {"index": bad}
+    assert err.index == bad and err.facts() == {"index": bad, "located": "found"}
     assert str(err).startswith(f"messages[{bad}]: ") and "bad content" in str(err)
 
 
@@ -66,6 +66,7 @@ def test_a_refusal_of_the_whole_names_no_message(store: Registry) -> None:
     messages = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
     err = refusal(store, messages)
     assert err.index is None and "the last message is the assistant" in str(err)
+    assert err.located == "whole"
     assert count_conversation(store, "picky", messages, add_generation_prompt=False).count
 
 
@@ -89,4 +90,32 @@ def test_the_search_ends_with_the_deadline(store: Registry) -> None:
     with pytest.raises(TemplateError) as info:
         count_conversation(store, "picky", messages, deadline=deadline)
     assert info.value.index is None and "bad content" in str(info.value)
+    assert info.value.located == "not found in time"
     assert deadline.checks == 2  # the search stopped at its first rendering
+
+
+class _Counting(Deadline):
+    def __init__(self) -> None:
+        super().__init__(60)
+        self.checks = 0
+
+    def check(self) -> None:
+        self.checks += 1
+
+
+@pytest.mark.parametrize("bad", [0, 1, 1000, 1998, 1999])
+def test_a_late_refusal_in_a_long_conversation_is_found_in_few_renderings(
+    store: Registry, bad: int
+) -> None:
+    """Bisection: about log2(n) renderings, where a walk over every prefix renders n of them."""
+    messages = [{"role": "user", "content": f"u{i}"} for i in range(2000)]
+    messages[bad]["content"] = "bad"
+    one = _Counting()
+    with pytest.raises(TemplateError):
+        count_conversation(store, "picky", [{"role": "user", "content": "bad"}], deadline=one)
+    per_rendering = one.checks / 2  # the whole, then the prefix of one message
+    deadline = _Counting()
+    with pytest.raises(TemplateError) as info:
+        count_conversation(store, "picky", messages, deadline=deadline)
+    assert info.value.index == bad and info.value.located == "found"
+    assert deadline.checks <= (2 + 11) * per_rendering  # the whole, prefix 2000, 11 halvings
