@@ -227,7 +227,7 @@ def _renderer(
         if isinstance(chat, MistralChat):
             segments = mistral.render(chat, msgs, tools, agp, partial=partial, texts=texts)
         else:
-            segments = harmony.render(chat, msgs, tools, agp)
+            segments = harmony.render(chat, msgs, tools, agp, max_chars=max_chars)
         for segment, special in segments:
             parts.append(segment)
             if special:

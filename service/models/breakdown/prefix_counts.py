@@ -105,7 +105,7 @@ def harmony(
     preamble, chars, running = 0, 0, 0
     for k in range(len(messages) + 1):
         if k == 0 or messages[k - 1]["role"] in ("system", "developer"):
-            segments = harmony_format.preamble(chat, messages[:k], tools)
+            segments = harmony_format.preamble(chat, messages[:k], tools, max_chars=BREAKDOWN_CHARS)
             chars += sum(len(text) for text, _ in segments)
             if chars > BREAKDOWN_CHARS:
                 raise LimitExceededError(BREAKDOWN, BREAKDOWN_CHARS, chars)

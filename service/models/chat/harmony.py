@@ -16,11 +16,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from service.errors import ChatInputError
+from service.errors import ChatInputError, LimitExceededError
 from service.models.conversation import message_text
 from service.store.formats.model import HarmonyChat
 
 Segments = list[tuple[str, bool]]  # (text, True: one special token literal)
+TOOLS_TEXT = "characters of the rendered tool definitions"
 
 
 def render(
@@ -28,8 +29,12 @@ def render(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     add_generation_prompt: bool,
+    *,
+    max_chars: int,
 ) -> Segments:
-    out = preamble(fmt, messages, tools)
+    """`max_chars` bounds the rendering of the tools (their schemas are indented at each level
+    of nesting, so their text can be many times the request's size): LimitExceededError."""
+    out = preamble(fmt, messages, tools, max_chars=max_chars)
     for _, segments in turns(messages):
         out += segments
     if add_generation_prompt:
@@ -38,7 +43,11 @@ def render(
 
 
 def preamble(
-    fmt: HarmonyChat, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    fmt: HarmonyChat,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    *,
+    max_chars: int,
 ) -> Segments:
     """The system message and the developer message (the instructions of every system and
     developer message, and the tools): what comes before the turns."""
@@ -58,7 +67,7 @@ def preamble(
     if instructions:
         developer = f"# Instructions\n\n{instructions}"
     if tools:
-        developer += ("\n\n" if developer else "") + _tools_text(tools)
+        developer += ("\n\n" if developer else "") + _tools_text(tools, max_chars)
     if developer:
         _message(out, "developer", developer)
     return out
@@ -113,8 +122,24 @@ def _message(out: Segments, header: str, text: str, channel: str | None = None) 
     out += [("<|message|>", True), (text, False), ("<|end|>", True)]
 
 
-def _tools_text(tools: list[dict[str, Any]]) -> str:
-    lines = ["# Tools", "", "## functions", "", "namespace functions {", ""]
+class _Lines(list[str]):
+    """Lines that keep count of their characters and refuse to pass `max_chars`."""
+
+    def __init__(self, max_chars: int) -> None:
+        super().__init__()
+        self.max_chars, self.chars = max_chars, 0
+
+    def append(self, line: str) -> None:
+        self.chars += len(line) + 1
+        if self.chars > self.max_chars:
+            raise LimitExceededError(TOOLS_TEXT, self.max_chars, self.chars)
+        super().append(line)
+
+
+def _tools_text(tools: list[dict[str, Any]], max_chars: int) -> str:
+    lines = _Lines(max_chars)
+    for line in ("# Tools", "", "## functions", "", "namespace functions {", ""):
+        lines.append(line)
     for tool in tools:
         fn = tool["function"]
         if fn.get("description"):
@@ -122,7 +147,7 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
         params = fn.get("parameters") or {}
         if isinstance(params.get("properties"), dict):
             lines.append(f"type {fn['name']} = (_: {{")
-            lines += _properties(params, "")
+            _properties(params, "", lines)
             lines.append("}) => any;")
         else:
             lines.append(f"type {fn['name']} = () => any;")
@@ -136,10 +161,9 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
 # list of names) renders as `any` or is left out: a count, not a schema validator.
 
 
-def _properties(schema: dict[str, Any], indent: str) -> list[str]:
+def _properties(schema: dict[str, Any], indent: str, lines: _Lines) -> None:
     required = schema.get("required")
     names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-    lines: list[str] = []
     for key, value in schema["properties"].items():
         prop = value if isinstance(value, dict) else {}
         if prop.get("description"):
@@ -148,11 +172,10 @@ def _properties(schema: dict[str, Any], indent: str) -> list[str]:
         default = f" // default: {json.dumps(prop['default'])}" if "default" in prop else ""
         if prop.get("type") == "object" and isinstance(prop.get("properties"), dict):
             lines.append(f"{indent}{key}{mark}: {{")
-            lines += _properties(prop, indent + "    ")
+            _properties(prop, indent + "    ", lines)
             lines.append(f"{indent}    }},{default}")
         else:
             lines.append(f"{indent}{key}{mark}: {_type(prop)},{default}")
-    return lines
 
 
 def _type(prop: object) -> str:
