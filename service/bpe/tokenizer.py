@@ -97,8 +97,8 @@ class Tokenizer:
         """Number of ids that are defined, special tokens included."""
 
     def _cut_of(self, pipeline: Pipeline, engine: Engine) -> ScanText | None:
-        if pipeline.engine_cuts:
-            return self._ordinary
+        if pipeline.engine_cuts:  # a closure, not a bound method: no cycle through self
+            return _stretches(engine, self._cache, self._owner)
         if pipeline.scanner and isinstance(engine, NativeEngine):
             return partial(engine.encode_split, pipeline.scanner)
         return None
@@ -149,13 +149,6 @@ class Tokenizer:
 
     def _cacheable(self, text: str) -> bool:
         return self._cache is not None and len(text) <= self._cache.max_text_chars
-
-    def _ordinary(self, text: str) -> list[int]:
-        """The engine's ids of one normalized stretch, through the text cache."""
-        if self._cache is not None and self._cacheable(text):
-            ids = self._cache.ids(self._owner, text, self._encode_guarded)
-            return ids if isinstance(ids, list) else list(ids)  # a miss: the engine's own list
-        return _guarded(self.engine.encode_ordinary, text)
 
     def _count(self, text: str) -> int:
         if self._cache is not None and self._cacheable(text):
@@ -215,3 +208,24 @@ def _guarded(call: Callable[[str], R], text: str) -> R:
         raise
     except BaseException as exc:  # the point: a native panic is a BaseException
         raise EngineFailureError(len(text), type(exc).__name__) from None
+
+
+def _stretches(engine: Engine, cache: TextCache | None, owner: str) -> ScanText:
+    """The engine's ids of one normalized stretch, through the text cache. The tokenizer keeps
+    this function, so it holds what it needs and not the tokenizer: an old store's tokenizers
+    are freed by reference counting as a reload drops them, not at the cycle collector's next
+    full pass, which may come only after several reloads have each left a store behind."""
+
+    def encode(text: str) -> list[int]:
+        return _guarded(engine.encode_ordinary, text)
+
+    if cache is None:
+        return encode
+
+    def ordinary(text: str) -> list[int]:
+        if len(text) <= cache.max_text_chars:
+            ids = cache.ids(owner, text, encode)
+            return ids if isinstance(ids, list) else list(ids)  # a miss: the engine's own list
+        return encode(text)
+
+    return ordinary
