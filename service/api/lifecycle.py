@@ -142,6 +142,7 @@ async def reload(worker: Worker) -> list[str]:
     """Load the store again; swap it in only if every file loaded. Returns the failures.
     One reload at a time in this worker: a second one waits for the first."""
     async with worker.reload_lock:
+        began = time.time()  # a reload waiting for the lock begins when it has it
         settings = worker.settings
         registry = await anyio.to_thread.run_sync(load_registry, settings)
         if not registry.complete:
@@ -151,11 +152,11 @@ async def reload(worker: Worker) -> list[str]:
             metrics.STORE_LOAD_FAILURES.set(max(1, len(registry.failures)))
             failures = [str(f) for f in registry.failures] or ["the store has no tokenizer"]
             serving = worker.registry.store_sha256 if worker.registry is not None else ""
-            worker.process.mark_loaded(os.getpid(), serving, failures)  # answered: refused
+            worker.process.mark_loaded(os.getpid(), serving, failures, began=began)
             return failures
         previous = worker.registry
         worker.registry = registry  # one assignment: a request sees the old registry or the new
-        worker.process.mark_loaded(os.getpid(), registry.store_sha256)  # answered: this state
+        worker.process.mark_loaded(os.getpid(), registry.store_sha256, began=began)
         metrics.publish_registry(registry, previous)
         metrics.RELOADS.labels("ok").inc()
         where = os.pathsep.join(map(str, settings.stores))

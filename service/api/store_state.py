@@ -25,12 +25,14 @@ NO_ANSWER = "no answer"
 async def await_round(
     process: WorkerProcess, since: float, seconds: float = RELOAD_WAIT_SECONDS
 ) -> dict[int, RosterEntry | None]:
-    """Every worker in the roster and what it recorded since `since` (None: nothing yet, when
-    `seconds` ran out). Ends as soon as all of them, this worker included, have recorded."""
+    """Every worker in the roster and what it recorded of a load begun since `since` (None:
+    nothing yet, when `seconds` ran out; a reload that began before `since` and ended after it,
+    e.g. an earlier SIGHUP's, does not answer). Ends as soon as all of them, this worker
+    included, have recorded."""
     deadline = time.monotonic() + seconds
     while True:
         roster = process.roster()
-        answered = {pid: e if e.at >= since else None for pid, e in sorted(roster.items())}
+        answered = {pid: e if e.began >= since else None for pid, e in sorted(roster.items())}
         done = answered.get(os.getpid()) is not None and None not in answered.values()
         if done or time.monotonic() >= deadline:
             return answered

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.slow.test_faults import workers_of
 from tests.slow.test_supervisor import wait_for
-from tests.support.server import Server, start_server, stop_server
+from tests.support.server import Server, start_server, stop_server, worker_pids
 
 TOKEN = {"authorization": "Bearer s3cret"}
 
@@ -69,7 +68,7 @@ def test_workers_on_different_store_states_are_named_until_a_reload_ends_it(stor
         assert not any(disagree(body) for body in readyz_bodies(server))
         drop_a_version(store)
         new = manifest_sha256(store)
-        os.kill(min(workers_of(server.process.pid)), signal.SIGHUP)  # one worker reloads alone
+        os.kill(min(worker_pids(server)), signal.SIGHUP)  # one worker reloads alone
         assert wait_for(lambda: all(disagree(b) for b in readyz_bodies(server)), 30)
         states = {body["store_sha256"] for body in readyz_bodies(server, 16)}
         assert states == {old, new}, states

@@ -15,8 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.integration.rawhttp import NdjsonStream
-from tests.slow.test_faults import workers_of
-from tests.support.server import ROOT, Server, free_port, start_server, stop_server
+from tests.support.server import ROOT, Server, free_port, start_server, stop_server, worker_pids
 
 
 def wait_for(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
@@ -42,7 +41,7 @@ def test_a_worker_that_cannot_start_is_retried_while_the_other_serves(store: Pat
         gpt2 = store / "gpt2" / "1.json"
         good = gpt2.read_bytes()
         gpt2.write_bytes(good.replace(b"[", b"{", 1))  # no longer matches its pin
-        before = workers_of(server.process.pid)
+        before = worker_pids(server)
         os.kill(min(before), signal.SIGKILL)  # what the OOM killer does
         codes = []
         for _ in range(30):  # 3 s: the replacement fails its start at least once meanwhile
@@ -51,7 +50,7 @@ def test_a_worker_that_cannot_start_is_retried_while_the_other_serves(store: Pat
         assert server.process.poll() is None, "the service stopped"
         assert all(codes), f"{codes.count(False)} of {len(codes)} requests failed"
         gpt2.write_bytes(good)  # the deploy finishes: the retry succeeds
-        assert wait_for(lambda: len(workers_of(server.process.pid)) == 2, 40)
+        assert wait_for(lambda: len(worker_pids(server)) == 2, 40)
         print(
             f"\nworker killed on a store that no longer matches its pins: {len(codes)} "
             f"requests meanwhile, {codes.count(False)} failed; the service kept running"
@@ -82,7 +81,7 @@ def test_the_process_exits_non_zero_when_no_worker_can_serve(tmp_path: Path) -> 
 
 def test_orphaned_workers_stop_when_the_supervisor_is_gone(store: Path) -> None:
     server = start_server(2, TOKSVC_STORE=str(store))
-    workers = workers_of(server.process.pid)
+    workers = worker_pids(server)
     try:
         server.process.send_signal(signal.SIGKILL)
         server.process.wait(timeout=10)
@@ -116,7 +115,7 @@ def test_a_killed_workers_streams_leave_the_gauge(store: Path) -> None:
         stream.send({"ids": [31373]})
         assert stream.read_line() is not None
         assert active_streams(server.base) == 1
-        for pid in workers_of(server.process.pid):
+        for pid in worker_pids(server):
             os.kill(pid, signal.SIGKILL)
         assert wait_for(lambda: count_ok(server.base) and active_streams(server.base) == 0, 30)
     finally:
@@ -178,7 +177,7 @@ def test_readyz_counts_the_workers_that_have_loaded_the_store(store: Path) -> No
         gpt2 = store / "gpt2" / "1.json"
         good = gpt2.read_bytes()
         gpt2.write_bytes(good.replace(b"[", b"{", 1))  # a replacement cannot start meanwhile
-        os.kill(min(workers_of(server.process.pid)), signal.SIGKILL)
+        os.kill(min(worker_pids(server)), signal.SIGKILL)
         assert wait_for(lambda: readyz(server.base) == (200, 2, 1), 20)
         time.sleep(1)  # the replacement fails its start (and is retried): it does not count
         assert readyz(server.base) == (200, 2, 1)
@@ -204,7 +203,7 @@ def test_a_scale_down_while_a_slot_waits_for_its_retry_keeps_the_serving_worker(
     try:
         gpt2 = store / "gpt2" / "1.json"
         gpt2.write_bytes(gpt2.read_bytes().replace(b"[", b"{", 1))  # no replacement can start
-        os.kill(max(workers_of(server.process.pid)), signal.SIGKILL)
+        os.kill(max(worker_pids(server)), signal.SIGKILL)
         # its second failed start: the slot now waits 2 s for its retry
         assert wait_for(lambda: "retrying in 2s" in server_log(server), 60), server_log(server)
         server.process.send_signal(signal.SIGTTOU)
@@ -226,7 +225,7 @@ def test_readyz_follows_sigttin_and_sigttou(store: Path) -> None:
             server.process.send_signal(signal.SIGTTOU)
             expected = (200, left, left)
             assert wait_for(lambda: readyz(server.base) == expected, 60), left  # noqa: B023
-        assert len(workers_of(server.process.pid)) == 1
+        assert len(worker_pids(server)) == 1
     finally:
         stop_server(server)
     assert server.process.returncode == 0
@@ -255,7 +254,7 @@ def test_keep_alive_connections_opened_together_reach_every_worker(store: Path) 
     try:
         for client in clients:
             assert client.post("/v1/tokenizers/gpt2/count", json={"text": "hi"}).status_code == 200
-        counts = established_per_worker(sorted(workers_of(server.process.pid)), server.port)
+        counts = established_per_worker(sorted(worker_pids(server)), server.port)
         assert sum(counts.values()) == 32, counts
         assert min(counts.values()) > 0, counts
         print(f"\n32 keep-alive connections per worker: {sorted(counts.values())}")

@@ -33,6 +33,7 @@ WORKERS_FILE = "workers"  # in the state directory: the supervisor's current slo
 class RosterEntry(msgspec.Struct, frozen=True, kw_only=True):
     store: str  # the store state the worker serves (`Registry.store_sha256`)
     at: float  # when it last loaded or finished a reload (time.time())
+    began: float = 0.0  # when that load or reload began: a round counts only those begun after it
     failures: list[str] = []  # why its last reload was refused (the first few); [] if it was not
 
 
@@ -54,14 +55,20 @@ class WorkerProcess(msgspec.Struct, frozen=True, kw_only=True):
     def _roster(self) -> Path:
         return Path(self.state_dir) / "loaded"
 
-    def mark_loaded(self, pid: int, store: str = "", failures: Sequence[str] = ()) -> None:
+    def mark_loaded(
+        self, pid: int, store: str = "", failures: Sequence[str] = (), *, began: float = 0.0
+    ) -> None:
         """Record that worker `pid` serves store state `store` (its first load, and every reload
-        it finished, refused or not: `RosterEntry.at` says when it last answered)."""
+        it finished, refused or not: `RosterEntry.at` says when it last answered, `began` when
+        that load began)."""
         if self.state_dir:
             self._roster().mkdir(exist_ok=True)
             entry = self._roster() / str(pid)
             tmp = entry.with_name(f".{pid}.tmp")  # renamed into place: never read half-written
-            entry_now = RosterEntry(store=store, at=time.time(), failures=list(failures[:5]))
+            now = time.time()
+            entry_now = RosterEntry(
+                store=store, at=now, began=began or now, failures=list(failures[:5])
+            )
             tmp.write_bytes(msgspec.json.encode(entry_now))
             os.replace(tmp, entry)
 
