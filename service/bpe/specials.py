@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Set
 from functools import lru_cache
 from typing import Literal
 
-from service.bpe.pipeline.added_tokens import literal_trie
+from service.bpe.pipeline.literals import literal_trie
 from service.errors import DisallowedSpecialError, SurrogateError, UnknownSpecialError
 
 SpecialSet = Set[str] | Literal["all"]

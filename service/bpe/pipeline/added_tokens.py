@@ -9,9 +9,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import regex
+
+from service.bpe.pipeline.literals import literal_trie
 
 _SPACE_AT_END = regex.compile(r"\p{White_Space}+$")
 _SPACE_AT_START = regex.compile(r"\p{White_Space}+")
@@ -66,28 +67,6 @@ def _matcher(tokens: list[AddedLiteral]) -> Matcher:
     by_content = {t.match: t for t in tokens if t.match}
     plain = not any(t.lstrip or t.rstrip or t.single_word for t in by_content.values())
     return re.compile(f"({literal_trie(sorted(by_content))})"), by_content, plain
-
-
-def literal_trie(literals: list[str]) -> str:
-    """A regex matching the longest of `literals` that starts at a position: the literals as a
-    trie (a node's longer continuations tried before it ends), so a search costs a walk down the
-    trie, not a try of every literal (Gemma has 6,414 added tokens)."""
-    root: dict[str, Any] = {}
-    for lit in literals:
-        node = root
-        for ch in lit:
-            node = node.setdefault(ch, {})
-        node[""] = True
-
-    def walk(node: dict[str, Any]) -> str:
-        ends = "" in node
-        branches = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
-        return body + "?" if ends else body
-
-    return walk(root)
 
 
 def _is_word(c: str) -> bool:
