@@ -14,6 +14,7 @@ from typing import Literal
 import regex
 
 from service.bpe.deadline import CHECK_EVERY, checkpoint
+from service.bpe.engine.matching import matches_of
 
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
 PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
@@ -100,7 +101,7 @@ def _isolating(source: str) -> Callable[[str], list[str]] | None:
 def matches(pattern: str) -> PreTokenize:
     """A file's `pattern` (format v1's meaning, tiktoken's): the pieces are its matches, text no
     match covers is dropped."""
-    findall = regex.compile(pattern).findall
+    findall = matches_of(pattern)
 
     def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         found = [p for p in findall(text) if p]
