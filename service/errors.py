@@ -135,6 +135,18 @@ class EngineFailureError(InputError):
         )
 
 
+class PatternTimeoutError(InputError):
+    kind, title = "pattern-timeout", "The tokenizer's pattern cannot cut this text in time"
+    fact_names = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = round(seconds, 3)
+        super().__init__(
+            f"the tokenizer file's pre-tokenization pattern did not cut this text within "
+            f"{self.seconds:g} s (it backtracks on such input); use another tokenizer or text"
+        )
+
+
 class ChatInputError(InputError):
     """A conversation that cannot be rendered: `index` names the message (None: the request)."""
 

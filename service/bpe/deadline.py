@@ -64,3 +64,9 @@ def checkpoint() -> None:
     deadline: Deadline | None = getattr(_current, "deadline", None)
     if deadline is not None:
         deadline.check()
+
+
+def seconds_left(default: float) -> float:
+    """The time left to the work this thread is doing (`within`), or `default` outside work."""
+    deadline: Deadline | None = getattr(_current, "deadline", None)
+    return default if deadline is None else max(deadline.at - time.monotonic(), 0.001)

@@ -1,5 +1,5 @@
 """Special tokens under tiktoken's policy: which literals a call allows (text that holds a
-disallowed one, or a lone surrogate, is refused), and a text cut at the allowed ones.
+disallowed one, or a lone surrogate, is refused).
 
 Special tokens are found in the raw text, before normalization, so normalization can neither hide a
 special token nor make one (NFKC would turn a fullwidth look-alike into the real literal).
@@ -7,12 +7,10 @@ special token nor make one (NFKC would turn a fullwidth look-alike into the real
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping, Set
-from functools import lru_cache
+from collections.abc import Mapping, Set
 from typing import Literal
 
-from service.bpe.pipeline.added_tokens import literal_trie
+from service.bpe.pipeline.literals import LiteralIndex
 from service.errors import DisallowedSpecialError, SurrogateError, UnknownSpecialError
 
 SpecialSet = Set[str] | Literal["all"]
@@ -20,13 +18,15 @@ SpecialSet = Set[str] | Literal["all"]
 
 class SpecialTokens:
     """A tokenizer's special tokens (`tokens`: literal -> id, the tokenizer's own mapping) and
-    what a call's `allowed_special` and `disallowed_special` make of a text."""
+    what a call's `allowed_special` and `disallowed_special` make of a text. One regex of all
+    the literals (built on first need) finds the disallowed ones of any call."""
 
-    __slots__ = ("_all", "tokens")
+    __slots__ = ("_all", "_index", "tokens")
 
     def __init__(self, tokens: Mapping[str, int]) -> None:
         self.tokens = tokens
         self._all = frozenset(tokens)  # "all", hashed once
+        self._index: LiteralIndex | None = None
 
     def allowed(self, text: str, allowed: SpecialSet, disallowed: SpecialSet) -> Set[str]:
         """The allowed special tokens, after refusing text with a disallowed one."""
@@ -36,26 +36,22 @@ class SpecialTokens:
             disallowed_set = set() if allowed == "all" else self._all - allowed_set
         else:
             disallowed_set = self._special_set(disallowed)
-        if disallowed_set and (found := _finder(frozenset(disallowed_set)).search(text)):
-            raise DisallowedSpecialError(found.group(), found.start())
+        if disallowed_set and text:
+            self._refuse(text, disallowed_set)
         return allowed_set
 
-    def segments(
-        self, text: str, allowed: SpecialSet, disallowed: SpecialSet
-    ) -> Iterator[tuple[str, int | None]]:
-        """Split text into (ordinary text, None) and (literal, special id) segments."""
-        allowed_set = self.allowed(text, allowed, disallowed)
-        if not allowed_set:
-            yield text, None
+    def _refuse(self, text: str, disallowed: Set[str]) -> None:
+        """Raise at the first disallowed literal (leftmost, the longest there)."""
+        if self._index is None:
+            self._index = LiteralIndex(self.tokens)
+        if len(disallowed) == len(self._all):  # all of them: the first match is the one
+            found = self._index.pattern.search(text)
+            if found:
+                raise DisallowedSpecialError(found.group(), found.start())
             return
-        start = 0
-        for found in _finder(frozenset(allowed_set)).finditer(text):
-            if found.start() > start:
-                yield text[start : found.start()], None
-            yield found.group(), self.tokens[found.group()]
-            start = found.end()
-        if start < len(text) or start == 0:
-            yield text[start:], None
+        pick = lambda literal: literal if literal in disallowed else None  # noqa: E731
+        for start, literal, _ in self._index.find(text, pick):
+            raise DisallowedSpecialError(literal, start)
 
     def _special_set(self, tokens: SpecialSet) -> Set[str]:
         if tokens == "all":
@@ -75,15 +71,3 @@ def _refuse_surrogates(text: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise SurrogateError(exc.start) from None
-
-
-@lru_cache(maxsize=256)
-def _finder(literals: frozenset[str]) -> re.Pattern[str]:
-    """A regex that finds any of the literals, the longest first where several start together."""
-    return re.compile(literal_trie(sorted(literals)))
-
-
-@lru_cache(maxsize=64)
-def splitter(literals: frozenset[str]) -> re.Pattern[str]:
-    """`_finder`'s regex as one group, for `split`."""
-    return re.compile(f"({literal_trie(sorted(literals))})")

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-import regex
-
+from service.bpe.engine.matching import matches_of
 from service.errors import ConfigError
 
 Progress = Callable[[int, int], None]
@@ -100,7 +99,7 @@ def train(
 def _count_pieces(
     corpus: Iterable[str], pattern: str | None, special_tokens: Sequence[str]
 ) -> Counter[str]:
-    split = regex.compile(pattern).findall if pattern else None
+    split = matches_of(pattern) if pattern else None
     # longest first, as the tokenizer finds them: with `<s>` and `<s>x`, `<s>x` is one literal
     longest_first = sorted(set(special_tokens), key=lambda t: (-len(t), t))
     cut = re.compile("|".join(map(re.escape, longest_first))) if special_tokens else None

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import regex
 
 from service.bpe.engine import native
+from service.bpe.engine.matching import STALLS, stalls
 from service.bpe.vocab import IDENTITY_BYTE_IDS
 from service.errors import FormatError
 from service.store.formats.tokenizer import TokenizerFile
@@ -79,6 +80,8 @@ def _check_pattern(pattern: str) -> None:
         regex.compile(pattern)
     except regex.error as exc:
         raise _Rule("pattern", f"does not compile: {exc}") from None
+    if stalls(pattern):
+        raise _Rule("pattern", STALLS)
 
 
 def _check_byte_ids(tf: TokenizerFile) -> dict[int, bytes]:

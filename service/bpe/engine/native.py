@@ -23,9 +23,8 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import regex
-
 from service.bpe.engine import scanners
+from service.bpe.engine.matching import matches_of
 
 if TYPE_CHECKING:
     from service.bpe.vocab import Vocabulary
@@ -76,7 +75,7 @@ class NativeEngine:
         checked) and is faster: a piece that is one token is found by one look-up, not merged."""
         if _native is None:
             raise RuntimeError("the native engine is not built")
-        self._split = regex.compile(pattern).findall if scanner is None and pattern else None
+        self._split = matches_of(pattern) if scanner is None and pattern else None
         rule = "ranks" if as_ranks else vocab.rule
         self._engine = _native.Engine(
             rule,
@@ -96,7 +95,7 @@ class NativeEngine:
         cut differently (cl100k_base and phi-4) is held once; `nbytes` is 0, the tables being
         counted here."""
         other = object.__new__(NativeEngine)
-        other._split = regex.compile(pattern).findall if scanner is None and pattern else None
+        other._split = matches_of(pattern) if scanner is None and pattern else None
         other._engine = self._engine.rescanned(_scanner_code(scanner))
         other.nbytes = other._engine.nbytes
         other.backtracking = other._engine.backtracking

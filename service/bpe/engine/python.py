@@ -9,8 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Protocol
 
-import regex
-
+from service.bpe.engine.matching import matches_of
 from service.bpe.vocab import Vocabulary
 
 MAX_CACHED_PIECE = 64  # characters; longer pieces (whitespace runs, long words) rarely repeat
@@ -40,7 +39,7 @@ class PythonEngine:
 
     def __init__(self, vocab: Vocabulary, pattern: str | None, cache_size: int = 65536) -> None:
         self.vocab = vocab
-        self._split = regex.compile(pattern).findall if pattern else None
+        self._split = matches_of(pattern) if pattern else None
         merge = vocab.merge_piece
 
         def encode_piece(piece: str) -> tuple[int, ...]:

@@ -8,12 +8,14 @@ the first of them begins where its piece began.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Literal
 
 import regex
 
 from service.bpe.deadline import CHECK_EVERY, checkpoint
+from service.bpe.engine.matching import KNOWN, matches_of, timed_finditer
 
 Behavior = Literal["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
 PreTokenize = Callable[[str, bool], tuple[list[str], bool]]
@@ -25,11 +27,14 @@ _PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
 _WORD_RUNS = r"\w+|[^\w\s]+"
 
 
-def _spans(text: str, matcher: regex.Pattern[str], invert: bool) -> list[tuple[int, int, bool]]:
+Find = Callable[[str], Iterable[regex.Match[str]]]
+
+
+def _spans(text: str, find: Find, invert: bool) -> list[tuple[int, int, bool]]:
     """(start, end, is_match) covering `text`, gaps between matches included."""
     out: list[tuple[int, int, bool]] = []
     previous = 0
-    for m in matcher.finditer(text):
+    for m in find(text):
         if m.start() == m.end():
             continue
         if m.start() > previous:
@@ -70,17 +75,24 @@ def _combine(spans: list[tuple[int, int, bool]], behavior: Behavior) -> list[tup
     return [(a, b) for a, b in acc]
 
 
-def split(pattern: str, behavior: Behavior, *, is_regex: bool, invert: bool) -> PreTokenize:
+def split(
+    pattern: str, behavior: Behavior, *, is_regex: bool, invert: bool, trusted: bool = False
+) -> PreTokenize:
+    """A Split step; a regex from a file (not `trusted`, not a shipped one) runs under the
+    work's time bound (service/bpe/engine/matching.py)."""
     source = pattern if is_regex else regex.escape(pattern)
     matcher = regex.compile(source)
-    fast = _isolating(source) if behavior == "isolated" and matcher.groups == 0 else None
+    timed = is_regex and not trusted and source not in KNOWN
+    find: Find = partial(timed_finditer, matcher) if timed else matcher.finditer
+    isolated = behavior == "isolated" and matcher.groups == 0 and not timed
+    fast = _isolating(source) if isolated else None
 
     def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         if fast is not None:
             parts = fast(text)  # gaps and matches alternate; a match is never empty here
             if all(parts[1::2]):
                 return [p for p in parts if p], True
-        cuts = [(a, b) for a, b in _combine(_spans(text, matcher, invert), behavior) if b > a]
+        cuts = [(a, b) for a, b in _combine(_spans(text, find, invert), behavior) if b > a]
         return [text[a:b] for a, b in cuts], bool(cuts) and cuts[0][0] == 0
 
     return pre_tokenize
@@ -100,7 +112,7 @@ def _isolating(source: str) -> Callable[[str], list[str]] | None:
 def matches(pattern: str) -> PreTokenize:
     """A file's `pattern` (format v1's meaning, tiktoken's): the pieces are its matches, text no
     match covers is dropped."""
-    findall = regex.compile(pattern).findall
+    findall = matches_of(pattern)
 
     def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         found = [p for p in findall(text) if p]
@@ -110,7 +122,7 @@ def matches(pattern: str) -> PreTokenize:
 
 
 def byte_level(*, add_prefix_space: bool, use_regex: bool) -> PreTokenize:
-    splitter = split(BYTE_LEVEL_REGEX, "isolated", is_regex=True, invert=False)
+    splitter = split(BYTE_LEVEL_REGEX, "isolated", is_regex=True, invert=False, trusted=True)
 
     def pre_tokenize(text: str, at_start: bool) -> tuple[list[str], bool]:
         if add_prefix_space and not text.startswith(" "):
@@ -137,19 +149,25 @@ def metaspace(
 
 
 def digits(*, individual: bool) -> PreTokenize:
-    return split(r"\p{N}", "isolated" if individual else "contiguous", is_regex=True, invert=False)
+    return split(
+        r"\p{N}",
+        "isolated" if individual else "contiguous",
+        is_regex=True,
+        invert=False,
+        trusted=True,
+    )
 
 
 def punctuation(behavior: Behavior) -> PreTokenize:
-    return split(_PUNCTUATION, behavior, is_regex=True, invert=False)
+    return split(_PUNCTUATION, behavior, is_regex=True, invert=False, trusted=True)
 
 
 def whitespace() -> PreTokenize:
-    return split(_WORD_RUNS, "removed", is_regex=True, invert=True)
+    return split(_WORD_RUNS, "removed", is_regex=True, invert=True, trusted=True)
 
 
 def whitespace_split() -> PreTokenize:
-    return split(_WHITESPACE + "+", "removed", is_regex=True, invert=False)
+    return split(_WHITESPACE + "+", "removed", is_regex=True, invert=False, trusted=True)
 
 
 def run_pre_tokenizers(steps: Sequence[PreTokenize], text: str, at_start: bool) -> list[str]:

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
-import regex
-
+from service.bpe.engine.matching import matches_of
 from service.bpe.pipeline import normal_forms
 from service.bpe.pipeline.normalizers import Normalization
 from service.bpe.vocab import Rule, Vocabulary
@@ -76,7 +75,7 @@ def explain_text(
         raise LimitExceededError("characters of text to explain", max_chars, len(text))
     if normalization != "none":
         text = normal_forms.normalize(normalization, text)
-    pieces = regex.findall(pattern, text) if pattern is not None else [text] if text else []
+    pieces = matches_of(pattern)(text) if pattern is not None else [text] if text else []
     return [explain_piece(vocab, p) for p in pieces]
 
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, NamedTuple, NoReturn, Self, TypeVar
 import regex
 from msgspec import Struct
 
+from service.bpe.engine.matching import STALLS, stalls
 from service.errors import UnsupportedComponentError
 
 S = TypeVar("S", bound="Component")
@@ -122,6 +123,8 @@ def compiles(entry: str, pattern: str) -> None:
         regex.compile(pattern)
     except regex.error as exc:
         raise BrokenRule(entry, f"does not compile: {exc}") from None
+    if stalls(pattern):
+        raise BrokenRule(entry, STALLS)
 
 
 def one_character(entry: str, text: str) -> None:

@@ -142,3 +142,15 @@ def test_the_caller_owns_the_list_it_gets(cached: bool) -> None:
     assert tok.encode("hi! hi") == want
     assert tok.encode("hi! <|end|>", allowed_special="all") == [*want[:2], 32, 1000]
     assert cache is None or cache.hits >= 1
+
+
+def test_a_special_token_of_5000_characters_is_found() -> None:
+    vocab = Vocabulary.build("pairs", [(104, 105, 256)])
+    long = "<" + "x" * 5000 + ">"
+    tok = Tokenizer(vocab, PythonEngine(vocab, r"\w+|[^\w\s]+|\s+"), {long: 1000, "<|e|>": 1001})
+    text = f"hi{long}hi{long[:-1]}"
+    ids = tok.encode(text, allowed_special="all")
+    assert ids[:3] == [256, 1000, 256] and ids.count(1000) == 1
+    assert tok.decode(ids) == text and tok.count(text, allowed_special="all") == len(ids)
+    with pytest.raises(DisallowedSpecialError):
+        tok.encode(text)

@@ -254,6 +254,25 @@ def test_added_tokens(tmp_path: Path, flags: dict[str, bool]) -> None:
     assert_same(tmp_path, tok, texts)
 
 
+def test_added_tokens_of_any_length_and_nesting_are_found(tmp_path: Path) -> None:
+    """A 5,000-character added token and special token, and 300 tokens each the previous one
+    and one more character (a trie 300 groups deep), are found as the reference finds them."""
+    long_added, long_special = "<" + "x" * 5000 + ">", "[" + "y" * 5000 + "]"
+    nested = ["<n>" + "a" * k for k in range(300)]
+    tok = byte_level_bpe([pre.Split(Regex(LLAMA3_REGEX), "isolated")])
+    tok.add_tokens([long_added, *nested])
+    tok.add_special_tokens([long_special])
+    texts = [
+        f"a {long_added} b{long_special}c {long_added[:-1]}",
+        "<n>" + "a" * 150 + " <n>" + "a" * 400 + "<n>",
+    ]
+    assert_same(tmp_path, tok, texts)
+    for _, ours in served(tmp_path, tok):
+        ids = ours.encode(texts[0], allowed_special="all")
+        assert tok.token_to_id(long_added) in ids and tok.token_to_id(long_special) in ids
+        assert ours.count(texts[0], allowed_special="all") == len(ids)
+
+
 def test_special_added_tokens_follow_the_policy_and_the_template_is_explicit(
     tmp_path: Path,
 ) -> None:
