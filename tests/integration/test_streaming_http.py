@@ -123,6 +123,22 @@ def test_websocket_bad_message_and_idle_timeout(server: Server) -> None:
         assert message["error"]["type"] == "/problems/limit-exceeded"
 
 
+def test_an_idle_ndjson_stream_ends_with_a_line_that_says_why(
+    server: Server, registry: Registry
+) -> None:
+    """The same idle limit as a WebSocket's (the test server sets TOKSVC_WS_IDLE_SECONDS=2)."""
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send({"ids": byte_ids(registry, "a")})
+        assert stream.read_line() == {"text": "a"}
+        line = stream.read_line()  # nothing more is sent: the stream ends after 2 s
+        assert line is not None and line["error"]["type"] == "/problems/limit-exceeded"
+        assert "idle seconds" in line["error"]["detail"]
+        assert stream.read_line() is None
+    finally:
+        stream.close()
+
+
 def test_too_many_streams_get_503_with_retry_after(server: Server) -> None:
     open_streams = [NdjsonStream(server.port, PATH) for _ in range(4)]  # the server allows 4
     try:
