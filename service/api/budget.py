@@ -104,7 +104,7 @@ def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes pe
 
 class StreamBudget:
     """Ids, output bytes and seconds one stream may use; `idle_seconds`, how long it may wait for
-    its next message (a WebSocket's TOKSVC_WS_IDLE_SECONDS; NDJSON waits up to its deadline)."""
+    its next message (TOKSVC_WS_IDLE_SECONDS, for NDJSON and WebSocket streams alike)."""
 
     def __init__(self, settings: Settings, idle_seconds: float = math.inf) -> None:
         self.settings = settings

@@ -219,20 +219,49 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
 
 class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
     """A WebSocket connection with the write deadline, within the memory budget: a message is at
-    most TOKSVC_MAX_STREAM_MESSAGE_BYTES (uvicorn's `ws_max_size`; more closes with 1009) in at most
-    MAX_FRAGMENTS frames (a message in 2-byte frames took the loop seconds to parse; more closes
-    with 1009); data is parsed in slices, so one read parses a bounded number of frames before
-    the check; and a ping is answered only while the client reads its answers (a pong is dropped
-    while PONG_BUFFER_BYTES wait to be sent: a client that sends pings and never reads once had
-    1.2 GB of pongs buffered; RFC 6455 5.5.3 lets a pong answer the latest ping only)."""
+    most TOKSVC_MAX_STREAM_MESSAGE_BYTES (uvicorn's `ws_max_size`; more closes with 1009) in at
+    most MAX_FRAGMENTS frames (a message in 2-byte frames took the loop seconds to parse; more
+    closes with 1009); data is parsed in slices, so one read parses a bounded number of frames
+    before the check; a ping is answered only while the client reads its answers (a pong is
+    dropped while PONG_BUFFER_BYTES wait to be sent: a client that sends pings and never reads
+    once had 1.2 GB of pongs buffered; RFC 6455 5.5.3 lets a pong answer the latest ping only);
+    and control frames (pings, pongs) are at most MAX_CONTROL_FRAMES per CONTROL_WINDOW_SECONDS,
+    more close with 1008 (two connections sending pings flat out kept a worker's loop busy)."""
 
     MAX_FRAGMENTS = 64
     SLICE_BYTES = 16 * 1024
     PONG_BUFFER_BYTES = 64 * 1024
+    MAX_CONTROL_FRAMES = 50
+    CONTROL_WINDOW_SECONDS = 1.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._fragments = 0
+        self._controls = 0
+        self._window_ends = 0.0
+
+    def _control_frame(self) -> bool:
+        """Count one control frame; False (and the connection failed, 1008) past the limit."""
+        now = asyncio.get_running_loop().time()
+        if now >= self._window_ends:
+            self._controls, self._window_ends = 0, now + self.CONTROL_WINDOW_SECONDS
+        self._controls += 1
+        if self._controls <= self.MAX_CONTROL_FRAMES:
+            return True
+        if not self.transport.is_closing() and not self.close_sent:
+            # the close frame, then half-closed: what the client still sends is read and
+            # discarded until it closes (closing at once would reset the connection, and the
+            # close frame with it)
+            self.conn.fail(1008, "too many control frames")
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": 1008, "reason": ""})
+            for data in self.conn.data_to_send():
+                if data:
+                    self.transport.write(data)
+                elif self.transport.can_write_eof():
+                    self.transport.write_eof()
+            self.close_sent = True
+            asyncio.get_running_loop().call_later(LINGER_SECONDS, self.transport.close)
+        return False
 
     def data_received(self, data: bytes) -> None:
         for start in range(0, len(data), self.SLICE_BYTES):
@@ -258,6 +287,12 @@ class GuardedWebSocketProtocol(_WriteDeadline, WebSocketsSansIOProtocol):
         super().handle_cont(event)
 
     def handle_ping(self) -> None:
+        if not self._control_frame():
+            return
         pong = b"".join(self.conn.data_to_send())
         if self.transport.get_write_buffer_size() <= self.PONG_BUFFER_BYTES:
             self.transport.write(pong)
+
+    def handle_pong(self, event: Frame) -> None:
+        if self._control_frame():
+            super().handle_pong(event)

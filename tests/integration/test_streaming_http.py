@@ -7,6 +7,7 @@ import json
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
 from websockets.sync.client import connect
 
 from service.store.registry import Registry
@@ -121,6 +122,41 @@ def test_websocket_bad_message_and_idle_timeout(server: Server) -> None:
     with connect(url) as ws:  # the test server closes idle sockets after 2 s
         message = json.loads(ws.recv(timeout=10))
         assert message["error"]["type"] == "/problems/limit-exceeded"
+
+
+def test_an_idle_ndjson_stream_ends_with_a_line_that_says_why(
+    server: Server, registry: Registry
+) -> None:
+    """The same idle limit as a WebSocket's (the test server sets TOKSVC_WS_IDLE_SECONDS=2)."""
+    stream = NdjsonStream(server.port, PATH)
+    try:
+        stream.send({"ids": byte_ids(registry, "a")})
+        assert stream.read_line() == {"text": "a"}
+        line = stream.read_line()  # nothing more is sent: the stream ends after 2 s
+        assert line is not None and line["error"]["type"] == "/problems/limit-exceeded"
+        assert "idle seconds" in line["error"]["detail"]
+        assert stream.read_line() is None
+    finally:
+        stream.close()
+
+
+def test_a_ping_flood_is_closed_with_1008_and_a_normal_rate_is_answered(
+    server: Server, registry: Registry
+) -> None:
+    url = f"ws://127.0.0.1:{server.port}/v1/tokenizers/cl100k_base/decode/ws"
+    with connect(url) as ws:  # a few pings a second: each answered, the stream goes on
+        for n in range(5):
+            assert ws.ping(b"%d" % n).wait(timeout=10)
+        ws.send(json.dumps({"ids": byte_ids(registry, "ok")}))
+        assert json.loads(ws.recv(timeout=10)) == {"text": "ok"}
+    flood = b"".join(
+        Frame(Opcode.PING, b"%d" % n).serialize(mask=True, extensions=[]) for n in range(200)
+    )
+    with connect(url) as ws:  # 200 pings at once (one write: all read before the close)
+        ws.socket.sendall(flood)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
 
 
 def test_too_many_streams_get_503_with_retry_after(server: Server) -> None:

@@ -8,9 +8,10 @@ KeyError 'POST'.)
 
 Errors before the first output byte are problem responses (the session is created, and its
 stream slot taken, before the handler returns); after it, the stream ends with one line
-`{"error": <problem>}`, since the status line has gone out already. The sequence itself is the
-`StreamSession`'s; this module only frames lines. A client that keeps sending after its stream
-has ended is disconnected by the protocol layer's lingering close (`service.api.connection`).
+`{"error": <problem>}`, since the status line has gone out already; a body with no line for
+TOKSVC_WS_IDLE_SECONDS (as a WebSocket) ends with a `limit-exceeded` line. The sequence itself
+is the `StreamSession`'s; this module only frames lines. A client that keeps sending after its
+stream has ended is disconnected by the protocol layer's lingering close (`service.api.connection`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,15 @@ async def decode_stream(
     The handler returns a raw ASGI app, which owns `receive` and `send` for the rest of the
     request: Litestar's `Stream` response would consume `receive()` in its disconnect listener.
     """
-    session = StreamSession(worker, tokenizer, "ndjson", errors=errors, usage=usage, model=model)
+    session = StreamSession(
+        worker,
+        tokenizer,
+        "ndjson",
+        errors=errors,
+        usage=usage,
+        model=model,
+        idle_seconds=worker.settings.ws_idle_seconds,
+    )
 
     async def stream(scope: Scope, receive: Receive, send: Send) -> None:
         max_line = worker.settings.stream_message_bytes()
