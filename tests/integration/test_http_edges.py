@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.support.server import Server, start_server, stop_server
@@ -68,3 +69,30 @@ def test_content_length_with_whitespace_is_counted_by_the_large_request_budget(
         assert response_of(first).startswith(b"HTTP/1.1 200")
     finally:
         first.close()
+
+
+def head_and_body(port: int, method: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    """One request on its own connection: the status, headers and whatever bytes follow them."""
+    request = f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    answer = response_of(connect(port, request.encode()))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", T, "/v1/tokenizers"])
+def test_head_answers_as_get_without_the_body(server: Server, path: str) -> None:
+    status, headers, body = head_and_body(server.port, "GET", path)
+    assert status == 200 and body
+    head_status, head_headers, head_body = head_and_body(server.port, "HEAD", path)
+    assert head_status == 200 and head_body == b""
+    assert head_headers["content-type"] == headers["content-type"]
+    if path != "/metrics":  # the metrics change between the two requests
+        assert head_headers["content-length"] == headers["content-length"] == str(len(body))
+
+
+def test_head_on_a_route_without_get_is_405(server: Server) -> None:
+    r = httpx.head(f"{server.base}{T}/encode", timeout=10)
+    assert r.status_code == 405 and r.content == b""
+    assert r.headers["content-type"] == "application/problem+json"
