@@ -200,10 +200,11 @@ class RequestBudget(ASGIMiddleware):
     TOKSVC_MAX_LARGE_REQUESTS requests with a body over TOKSVC_LARGE_REQUEST_BYTES are worked on at
     once per worker, whatever their routes (the slots are the `Worker`'s; this middleware keeps no
     state). One more gets 503 + Retry-After: at once, before its body is read, when its
-    Content-Length says it is large; a chunked body (size unknown) is admitted, counted as it is
-    read, and takes a slot when it passes the threshold, or is refused then (503, the rest of its
-    body unread). So the memory of a worker is bounded by its idle size plus that many large
-    requests' budgets and the small ones in flight (docs/reliability.md, "Memory budget")."""
+    Content-Length says it is large (a Content-Length that is not a number is a 400); a chunked
+    body (size unknown) is admitted, counted as it is read, and takes a slot when it passes the
+    threshold, or is refused then (503, the rest of its body unread). So the memory of a worker
+    is bounded by its idle size plus that many large requests' budgets and the small ones in
+    flight (docs/reliability.md, "Memory budget")."""
 
     scopes = (ScopeType.HTTP,)
 
@@ -211,7 +212,10 @@ class RequestBudget(ASGIMiddleware):
         if not traits.has(scope.get("route_handler"), traits.LARGE_BODY):
             return await next_app(scope, receive, send)
         worker = worker_of(scope["litestar_app"])
-        size = _announced_size(scope)
+        try:
+            size = announced_size(scope)
+        except ValueError as bad:
+            return await problems.send_raw(send, problems.invalid_body(str(bad)))
         with working_for(worker, receive):
             if size is None:  # chunked: counted as it is read
                 body = _CountedBody(receive, worker)
@@ -254,10 +258,14 @@ def _nothing() -> None:
     pass
 
 
-def _announced_size(scope: Scope) -> int | None:
-    """The body's Content-Length (0 if it is not a number: the server refuses such a request);
-    None for a chunked body, whose size is known only once read."""
+def announced_size(scope: Scope) -> int | None:
+    """The body's Content-Length, read as the HTTP parser reads it: the value without the optional
+    whitespace around it (RFC 9110, section 5.5); None for a chunked body, whose size is known
+    only once read. ValueError if the value is not a decimal number."""
     for name, value in scope["headers"]:
         if name == b"content-length":
-            return int(value) if value.isdigit() else 0
+            digits = value.strip(b" \t")
+            if not digits.isdigit():
+                raise ValueError(f"Content-Length {value.decode('latin-1')!r} is not a number")
+            return int(digits)
     return None

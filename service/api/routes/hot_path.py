@@ -33,6 +33,7 @@ from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from service.api import problems
 from service.api.bodies import decode_large, decoder_of, json_media_type
+from service.api.budget import announced_size
 from service.api.dependencies import ready
 from service.api.routes import encoding
 from service.api.wire.tokens import CountRequest, EncodeRequest, ResponseBody
@@ -173,10 +174,11 @@ def _json(scope: Scope) -> bool:
 
 
 def _announced_within(scope: Scope, limit: float) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return value.isdigit() and int(value) <= limit
-    return True
+    try:
+        size = announced_size(scope)
+    except ValueError:  # the full path refuses it
+        return False
+    return size is None or size <= limit
 
 
 async def _read(receive: Receive, received: list[ReceiveMessage], limit: float) -> bytes | None:

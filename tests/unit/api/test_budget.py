@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from service.api.budget import INLINE_WORK_BYTES, run_work, working_for
+from service.api.budget import INLINE_WORK_BYTES, announced_size, run_work, working_for
 from service.api.worker import Worker
 from service.bpe.deadline import Deadline
 from service.errors import WorkStoppedError
@@ -68,3 +68,18 @@ def test_small_work_runs_inline_with_the_deadline_of_the_setting() -> None:
 
 async def _never() -> Any:
     await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize(
+    ("value", "size"), [(b"12", 12), (b"12 ", 12), (b" \t12\t ", 12), (b"0", 0)]
+)
+def test_the_announced_size_is_the_content_length_without_its_whitespace(
+    value: bytes, size: int
+) -> None:
+    assert announced_size({"headers": [(b"content-length", value)]}) == size  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize("value", [b"", b"12x", b"+12", b"1 2", b"\xd9\xa1"])
+def test_an_announced_size_that_is_not_a_number_is_refused(value: bytes) -> None:
+    with pytest.raises(ValueError, match="not a number"):
+        announced_size({"headers": [(b"content-length", value)]})  # type: ignore[typeddict-item]
