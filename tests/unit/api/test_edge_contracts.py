@@ -32,8 +32,9 @@ def test_websocket_denial_response_is_offered() -> None:
 
 def test_cors_middleware_is_the_app_asgi_handler() -> None:
     # service.api.cors wraps `Litestar.asgi_handler`, which holds Litestar's CORS middleware
+    # (service.api.access_log wraps them both)
     assert "asgi_handler" in Litestar.__slots__
     app = create_app(Settings(cors_origins="https://app.example"), hot_path=False)
-    inner = getattr(app.asgi_handler, "app", None)
+    inner = getattr(getattr(app.asgi_handler, "app", None), "app", None)
     assert isinstance(inner, CORSMiddleware)
     assert "Disallowed CORS" in inspect.getsource(CORSMiddleware)
