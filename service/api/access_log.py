@@ -41,7 +41,13 @@ class AccessLog:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
-            return await self.app(scope, receive, send)
+            if scope["type"] != ScopeType.WEBSOCKET:
+                return await self.app(scope, receive, send)
+            token = request_ids.enter(request_ids.of(scope["headers"]))  # for its problems
+            try:
+                return await self.app(scope, receive, send)
+            finally:
+                request_ids.leave(token)
         request_id = request_ids.of(scope["headers"])
         echo = (request_ids.HEADER, request_id.encode("ascii"))
         start = time.perf_counter()

@@ -54,3 +54,35 @@ def test_a_request_is_one_json_line_on_stdout(served: Server) -> None:
     assert line["bytes_in"] == len(r.request.content) and line["bytes_out"] == len(r.content)
     assert {"time", "level", "duration_ms", "pid"} <= line.keys()
     assert SECRET not in _output(served)
+
+
+def test_the_request_id_is_echoed_and_made_when_missing_or_unsafe(served: Server) -> None:
+    url = served.base + "/healthz"
+    assert httpx.get(url, headers={"x-request-id": "abc.DEF-1:2"}).headers["x-request-id"] == (
+        "abc.DEF-1:2"
+    )
+    for unsafe in ("", "x" * 129, "two words", 'quote"d', "tab\tbed"):
+        made = httpx.get(url, headers={"x-request-id": unsafe}).headers["x-request-id"]
+        assert made != unsafe and len(made) == 32 and made.isalnum()
+    made = httpx.get(url).headers["x-request-id"]
+    assert _line_of(served, made)["route"] == "/healthz"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("GET", "/v1/tokenizers/no-such", None, 404),  # a handler's domain error
+        ("POST", "/v1/tokenizers/gpt2/count", {"txt": "x"}, 400),  # an invalid body
+        ("GET", "/no/such/route", None, 404),  # no route matched
+        ("POST", "/v1/tokenizers/gpt2/encode", {"text": "<|endoftext|>"}, 422),  # the hot path
+    ],
+)
+def test_every_problem_carries_the_request_id(
+    served: Server, method: str, path: str, body: object, status: int
+) -> None:
+    r = httpx.request(
+        method, served.base + path, json=body, headers={"x-request-id": f"p-{status}"}
+    )
+    assert r.status_code == status
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["request_id"] == r.headers["x-request-id"] == f"p-{status}"

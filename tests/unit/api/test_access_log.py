@@ -66,3 +66,14 @@ def test_the_log_settings_are_read_from_the_environment() -> None:
     s = Settings.from_env(env)
     assert (s.access_log, s.log_level, s.log_format) == (False, "warning", "json")
     assert Settings().access_log is True
+
+
+def test_a_stream_failure_line_carries_the_request_id(registry: Registry) -> None:
+    with TestClient(create_app(Settings(), registry)) as client:
+        r = client.post(
+            "/v1/tokenizers/gpt2/decode/stream",
+            content=b'{"ids": [-1]}\n',
+            headers={"x-request-id": "s-1", "content-type": "application/x-ndjson"},
+        )
+    last = json.loads(r.text.strip().splitlines()[-1])
+    assert last["error"]["request_id"] == "s-1"
