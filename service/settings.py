@@ -47,6 +47,8 @@ Seconds = Annotated[float, Meta(ge=0, le=YEAR)]
 AtLeastASecond = Annotated[float, Meta(ge=1, le=YEAR)]
 Port = Annotated[int, Meta(ge=0, le=65535)]
 Engine = Literal["auto", "python"]  # auto: the native engine (C) if built; python: the reference
+LogLevel = Literal["debug", "info", "warning", "error"]
+LogFormat = Literal["text", "json"]
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,6 +90,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     api_keys_file: str = ""  # a file of "id:key" lines, read at start-up
     cors_origins: str = ""  # comma-separated origins allowed by CORS; empty: CORS off
     playground: bool = True  # /playground page (GET / redirects there), /v1/playground/* helpers
+    access_log: bool = True  # one line per HTTP request on stdout (service.api.access_log)
+    log_level: LogLevel = "info"  # the service's and uvicorn's logs; access lines are `info`
+    log_format: LogFormat = "text"  # access lines as text or as one JSON object each
 
     def stream_message_bytes(self) -> int:
         """The largest NDJSON line or WebSocket message: never more than a request body."""
@@ -101,7 +106,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             value = env.get(env_name(name))
             if value is None or value == "":
                 continue
-            raw[name] = _BOOL_WORDS.get(value.lower(), value) if name in _BOOLS else value
+            if name in _BOOLS:
+                value = _BOOL_WORDS.get(value.lower(), value)
+            raw[name] = value.lower() if name in _WORDS else value
         if "stores" in raw:
             try:
                 raw["stores"] = [str(p) for p in parse_stores(raw["stores"])]
@@ -120,6 +127,7 @@ def env_name(field: str) -> str:
 
 
 _BOOLS = {f.name for f in msgspec.structs.fields(Settings) if f.type is bool}
+_WORDS = {"log_level", "log_format"}  # taken in any case: INFO, JSON
 _BOOL_WORDS = {"yes": "true", "on": "true", "no": "false", "off": "false"}
 _AT_FIELD = re.compile(r"^(?P<why>.*) - at `\$\.(?P<field>\w+)")
 

@@ -9,7 +9,7 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.types import Middleware
 
-from service.api import auth, cors, head_requests, lifecycle, metrics, problems
+from service.api import access_log, auth, cors, head_requests, lifecycle, metrics, problems
 from service.api.bodies import BodyRequest, StrictBodies
 from service.api.budget import RequestBudget
 from service.api.dependencies import SIGNATURE_TYPES, dependencies
@@ -84,7 +84,10 @@ def create_app(
         request_max_body_size=settings.max_body_bytes,
         openapi_config=docs.openapi_config(),
     )
-    return cors.refusals_as_problems(head_requests.answered_as_get(app))
+    app = cors.refusals_as_problems(head_requests.answered_as_get(app))
+    access_log.configure(settings)
+    app.asgi_handler = access_log.AccessLog(app.asgi_handler, settings)  # outermost: sees all
+    return app
 
 
 def _access(settings: Settings) -> list[Middleware]:

@@ -1,7 +1,8 @@
 """RFC 9457 problem details: the one place where errors become problem documents.
 
 A domain error names its kind, title and facts itself (`service.errors`); this module adds only
-what HTTP makes of it: the status (`STATUS`, by class) and `Retry-After` on 503. Litestar's own
+what HTTP makes of it: the status (`STATUS`, by class), `Retry-After` on 503 and the id of the
+request answered (`request_id`, from `service.api.request_ids`). Litestar's own
 HTTP exceptions (404 route, 405, 415, invalid parameters) get a kind by status (`HTTP_TYPES`).
 Every answer is a `ProblemResponse` Struct, whether Litestar's exception handlers, the ASGI
 middleware (`send_raw`), the transport (`encode`) or a stream's last line sends it.
@@ -21,6 +22,7 @@ from litestar.openapi.spec import Example
 from litestar.types import ExceptionHandlersMap, Send
 
 from service import errors as e
+from service.api import request_ids
 from service.api.wire.info import ProblemResponse
 
 PROBLEM_JSON = "application/problem+json"
@@ -69,6 +71,7 @@ def for_error(exc: e.ToksvcError) -> ProblemResponse:
         "title": exc.title,
         "status": status_of(type(exc)),
         "detail": str(exc),
+        "request_id": request_ids.current(),
         **exc.facts(),
     }
     return msgspec.convert(document, ProblemResponse)  # a fact the Struct lacks fails loudly
@@ -82,7 +85,12 @@ def for_http(status: int, detail: str, **facts: Any) -> ProblemResponse:
     if errors is not None:
         facts["errors"] = [{k: _cut(v) for k, v in entry.items()} for entry in errors[:20]]
     return ProblemResponse(
-        type=TYPE_BASE + kind, title=title, status=status, detail=_cut(detail), **facts
+        type=TYPE_BASE + kind,
+        title=title,
+        status=status,
+        detail=_cut(detail),
+        request_id=request_ids.current(),
+        **facts,
     )
 
 
@@ -160,6 +168,7 @@ def _internal_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
         title="Internal error",
         status=500,
         detail="an unexpected error; see logs",
+        request_id=request_ids.current(),
     )
     return response(problem)
 

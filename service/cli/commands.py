@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from service.cli import models as cli_models
 from service.cli import options as cli_options
 from service.cli import store as cli_store
 from service.cli import text as cli_text
 from service.errors import ConfigError, DisallowedSpecialError, ToksvcError
-from service.settings import Settings
+from service.settings import Settings, env_name
 from service.store.formats.tokenizer import json_schema
 
 # This module: the parser, `main`, schema and serve (the web stack is imported only then). The
@@ -61,12 +63,53 @@ def _parser(settings: Settings) -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print the JSON Schema of tokenizer files")
     p.set_defaults(run=lambda args: print(json.dumps(json_schema(), indent=2)))
     cli_models.add_commands(sub, reading)
-    p = sub.add_parser("serve", parents=[reading], help="run the HTTP service")
-    p.add_argument("--host", default=settings.host)
-    p.add_argument("--port", type=int, default=settings.port)
-    p.add_argument("--workers", type=int, default=settings.workers)
-    p.set_defaults(run=_serve)
+    _add_serve(sub, reading, settings)
     return top
+
+
+def _add_serve(sub: Any, reading: argparse.ArgumentParser, settings: Settings) -> None:
+    """`serve`: each flag says the variable it overrides; the epilog lists every setting."""
+    p = sub.add_parser(
+        "serve",
+        parents=[reading],
+        help="run the HTTP service",
+        description="Run the HTTP service. A flag overrides its environment variable.",
+        epilog=_settings_epilog(settings),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--host", default=settings.host, help=_env("host", "the address to listen on"))
+    p.add_argument("--port", type=int, default=settings.port, help=_env("port", "the TCP port"))
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=settings.workers,
+        help=_env("workers", "worker processes (one core each)"),
+    )
+    p.set_defaults(run=_serve)
+
+
+def _env(field: str, what: str) -> str:
+    return f"{what} (${env_name(field)}; default: %(default)s)"
+
+
+def _settings_epilog(settings: Settings) -> str:
+    """Every TOKSVC_* variable and its value now (a secret shows as set or not)."""
+    lines = ["environment (read at start-up; docs/api.md says what each does):"]
+    for field in settings.__struct_fields__:
+        value = getattr(settings, field)
+        if field in _SECRETS:
+            shown = "(set)" if value else "(empty)"
+        elif field == "stores":
+            shown = os.pathsep.join(map(str, value))
+        elif isinstance(value, bool):
+            shown = "1" if value else "0"
+        else:
+            shown = str(value) if value != "" else "(empty)"
+        lines.append(f"  {env_name(field):34} {shown}")
+    return "\n".join(lines)
+
+
+_SECRETS = {"admin_token", "api_keys"}
 
 
 def _take_late_positionals(

@@ -353,3 +353,20 @@ def test_import_model_and_prices_then_verify_and_estimate(
         capsys, "import", "tiktoken", str(tmp_path / "ours.json"), "--store", store
     )
     assert code != 0 and "--name and --version" in err
+
+
+def test_serve_help_lists_every_flag_and_setting(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKSVC_ADMIN_TOKEN", "do-not-print-me")
+    monkeypatch.setenv("TOKSVC_PORT", "8123")
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    for flag in ("--host", "--port", "--workers", "--store"):
+        assert flag in out
+    assert "$TOKSVC_PORT; default: 8123" in " ".join(out.split())
+    for variable in ("TOKSVC_LOG_FORMAT", "TOKSVC_ACCESS_LOG", "TOKSVC_MAX_BODY_BYTES"):
+        assert variable in out
+    assert "do-not-print-me" not in out and "(set)" in out

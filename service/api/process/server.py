@@ -49,8 +49,8 @@ def serve(
         timeout_graceful_shutdown=10,
         timeout_keep_alive=5,
         ws_max_size=settings.stream_message_bytes(),  # a bigger message closes with 1009
-        log_level="info",
-        access_log=False,
+        log_level=settings.log_level,
+        access_log=False,  # ours instead: service.api.access_log (TOKSVC_ACCESS_LOG)
         http=GuardedHttpProtocol,  # header size limit, write deadline (service.api.connection)
         ws=GuardedWebSocketProtocol,
     )

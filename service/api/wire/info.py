@@ -103,6 +103,10 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     title: Annotated[str, doc("short summary of the kind", "Unknown tokenizer")]
     status: Annotated[int, doc("the HTTP status", 404)]
     detail: Annotated[str, doc("what was wrong and how to fix it")]
+    request_id: Annotated[
+        str | None,
+        doc("the request's id, as in its `X-Request-ID` response header and the access log"),
+    ] = None
     errors: Annotated[
         list[dict[str, Any]] | None,
         doc(

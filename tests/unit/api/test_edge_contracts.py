@@ -31,13 +31,13 @@ def test_websocket_denial_response_is_offered() -> None:
 
 
 def test_cors_middleware_is_the_app_asgi_handler() -> None:
-    # service.api.cors (and service.api.head_requests) wrap `Litestar.asgi_handler`, which holds
-    # Litestar's CORS middleware
+    # service.api.access_log, service.api.head_requests and service.api.cors wrap
+    # `Litestar.asgi_handler`, which holds Litestar's CORS middleware
     assert "asgi_handler" in Litestar.__slots__
     app = create_app(Settings(cors_origins="https://app.example"), hot_path=False)
     wrappers = [app.asgi_handler]
     while not isinstance(wrappers[-1], CORSMiddleware) and hasattr(wrappers[-1], "app"):
         wrappers.append(wrappers[-1].app)
     assert isinstance(wrappers[-1], CORSMiddleware)
-    assert len(wrappers) == 3  # HEAD as GET, then refused preflights as problems
+    assert len(wrappers) == 4  # the access log, HEAD as GET, refused preflights as problems
     assert "Disallowed CORS" in inspect.getsource(CORSMiddleware)

@@ -166,7 +166,9 @@ def test_an_error_of_the_work_is_answered_once_as_the_full_path_would(
             f"/v1/tokenizers/{ref}/{op}", content=body, headers={"content-type": "application/json"}
         )
     assert sent[0]["status"] == expected.status_code == 422
-    assert msgspec.json.decode(sent[1]["body"]) == expected.json()
+    answered = expected.json()
+    assert answered.pop("request_id")  # the hot path alone runs outside any request's id
+    assert msgspec.json.decode(sent[1]["body"]) == answered
     assert dict(sent[0]["headers"])[b"content-type"].decode() == expected.headers["content-type"]
 
 
