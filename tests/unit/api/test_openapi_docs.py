@@ -150,10 +150,16 @@ def test_problem_examples_are_what_the_service_says(
         if status in {"400", "404", "422"}
     }
     assert len(shown) == 3
-    assert client.post("/v1/tokenizers/cl100k_base/encode", json={}).json() == shown["400"]
-    got = client.post("/v1/tokenizers/cl100k_base/encode", json={"text": "<|endoftext|>"})
-    assert got.json() == shown["422"]
-    missing = client.post("/v1/tokenizers/cl100k/encode", json={"text": "a"}).json()
+
+    def problem(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        said: dict[str, Any] = client.post(path, json=body, headers={"x-request-id": "r-1"}).json()
+        assert said.pop("request_id") == "r-1"  # each request's own, so no example shows one
+        return said
+
+    assert problem("/v1/tokenizers/cl100k_base/encode", {}) == shown["400"]
+    got = problem("/v1/tokenizers/cl100k_base/encode", {"text": "<|endoftext|>"})
+    assert got == shown["422"]
+    missing = problem("/v1/tokenizers/cl100k/encode", {"text": "a"})
     assert missing.keys() == shown["404"].keys() and missing["type"] == shown["404"]["type"]
 
 
