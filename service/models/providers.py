@@ -92,6 +92,13 @@ def from_responses(
             out.append(
                 {"role": "tool", "tool_call_id": _field(item, "call_id", str, i), "content": text}
             )
+        elif kind == "reasoning":
+            raise ChatInputError(
+                i,
+                "type",
+                "reasoning items are not counted: their content is encrypted and how the "
+                "Responses API counts them is not published; leave them out of `input`",
+            )
         else:
             raise ChatInputError(
                 i,
@@ -219,8 +226,18 @@ def _with_images(text: str | None, pictures: list[dict[str, Any]]) -> Any:
 
 
 def _anthropic_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    """Custom tools (`type` absent or `custom`) as function tools; a server tool
+    (`web_search_20250305`, `bash_20250124`, ...) is a 422: Anthropic's count for it is its own."""
     if tools is None:
         return None
+    for k, tool in enumerate(tools):
+        kind = tool.get("type", "custom") if isinstance(tool, Mapping) else "custom"
+        if kind not in ("custom", None):
+            raise ChatInputError(
+                None,
+                f"tools[{k}].type",
+                f"server tools ({kind!r}) are not counted; only custom tools are",
+            )
     return [_function(tool, f"tools[{k}]", "input_schema") for k, tool in enumerate(tools)]
 
 

@@ -28,7 +28,7 @@ from service.api.wire.providers import (
 )
 from service.bpe.deadline import Deadline
 from service.errors import ChatInputError
-from service.models import billing, providers
+from service.models import billing, framing, providers
 from service.store.registry import Registry
 
 TAG = "provider-shaped"
@@ -48,11 +48,13 @@ async def anthropic_count_tokens(
     image, thinking, tool_use and tool_result blocks, `tools`), counted for `model` as
     `/v1/models/{model}/count` counts the same conversation (images by the model's rule)."""
 
+    ref = data.model_ref()
+
     def count(deadline: Deadline) -> int:
         chat = providers.from_anthropic(data.system, data.messages, data.tools)
-        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
+        return _input_tokens(registry, ref, chat, worker.settings.max_body_bytes, deadline)
 
-    await model_ready(registry, data.model)
+    await model_ready(registry, ref)
     size = work_size([data.system, *data.messages], data.tools, None, breakdown=False)
     return InputTokens(input_tokens=await run_work(size, count))
 
@@ -71,12 +73,15 @@ async def responses_input_tokens(
     items, function `tools`), counted for `model` as `/v1/models/{model}/count` counts the same
     conversation."""
 
+    ref = data.model_ref()
+    data.check_self_contained()
+
     def count(deadline: Deadline) -> int:
         chat = providers.from_responses(data.instructions, data.input, data.tools)
-        return _input_tokens(registry, data.model, chat, worker.settings.max_body_bytes, deadline)
+        return _input_tokens(registry, ref, chat, worker.settings.max_body_bytes, deadline)
 
     items = [data.input] if isinstance(data.input, str) else data.input
-    await model_ready(registry, data.model)
+    await model_ready(registry, ref)
     size = work_size([data.instructions, *items], data.tools, None, breakdown=False)
     return ResponsesInputTokens(
         object="response.input_tokens", input_tokens=await run_work(size, count)
@@ -95,9 +100,20 @@ async def tokenize(
 ) -> TokenizeResponse:
     """vLLM's `/tokenize`: a `prompt` encoded by the model's tokenizer (special-token literals
     become their ids, as vLLM does), or `messages` rendered by the model's chat format (exact
-    formats only: an estimated model has no ids)."""
-    model = await model_ready(registry, data.model)
+    formats only: an estimated model has no ids). `add_special_tokens` puts the model's BOS
+    around them (`models.framing`); `continue_final_message` and `chat_template` are 422s."""
+    if data.continue_final_message:
+        raise ChatInputError(None, "continue_final_message", "not supported here")
+    if data.chat_template is not None:
+        raise ChatInputError(
+            None, "chat_template", "not supported: the model's own chat format renders"
+        )
+    ref = data.model_ref()
+    model = await model_ready(registry, ref)
     tok = registry.resolve(model.tokenizer_ref).tokenizer
+    add = data.add_special_tokens
+    framed = add if add is not None else data.prompt is not None
+    before, after = framing.frame(model, tok) if framed else ((), ())
 
     def ids_and_strs(deadline: Deadline) -> tuple[list[int], list[str] | None]:
         tokens = ids(deadline)
@@ -108,13 +124,16 @@ async def tokenize(
         return tokens, strs
 
     def ids(deadline: Deadline) -> list[int]:
+        return [*before, *unframed(deadline), *after]
+
+    def unframed(deadline: Deadline) -> list[int]:
         if (data.prompt is None) == (data.messages is None):
             raise ChatInputError(None, "prompt", "give exactly one of prompt or messages")
         if data.prompt is not None:
             return tok.encode(data.prompt, allowed_special="all")
         counted = billing.count_conversation(
             registry,
-            data.model,
+            ref,
             data.messages or [],
             data.tools,
             breakdown=False,
@@ -157,7 +176,7 @@ async def detokenize(
 ) -> DetokenizeResponse:
     """vLLM's `/detokenize`: ids decoded by the model's tokenizer, special tokens included, bytes
     of an unfinished character as U+FFFD."""
-    model = await model_ready(registry, data.model)
+    model = await model_ready(registry, data.model_ref())
     tok = registry.resolve(model.tokenizer_ref).tokenizer
 
     def text(_: Deadline) -> str:

@@ -10,16 +10,25 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from service.api.wire.tokens import RequestBody, ResponseBody, doc
+from service.errors import ChatInputError
 from service.models.conversation import check_nesting
 
 _MODEL = "a model in the store: a name, an alias or `name@version`"
 _TOOLS = "tool definitions offered to the model, in the provider's own shape"
 
 
-class ProviderRequest(RequestBody, frozen=True, forbid_unknown_fields=False):
+class ProviderRequest(RequestBody, frozen=True, forbid_unknown_fields=False, kw_only=True):
     """A provider's request: other fields are accepted and ignored."""
 
-    model: Annotated[str, doc(_MODEL, "gpt-4o")]
+    model: Annotated[str | None, doc(_MODEL + "; required", "gpt-4o")] = None
+
+    def model_ref(self) -> str:
+        """`model`, or a 422 naming it: the count depends on the model, so it is never guessed."""
+        if self.model is None:
+            raise ChatInputError(
+                None, "model", "required: name a model of the store (GET /v1/models lists them)"
+            )
+        return self.model
 
 
 class AnthropicCountRequest(ProviderRequest, frozen=True, forbid_unknown_fields=False):
@@ -57,9 +66,28 @@ class ResponsesInputRequest(ProviderRequest, frozen=True, forbid_unknown_fields=
     ] = ""
     instructions: Annotated[str | None, doc("the system (developer) instructions")] = None
     tools: Annotated[list[dict[str, Any]] | None, doc(_TOOLS)] = None
+    previous_response_id: Annotated[
+        str | None, doc("not counted: the earlier turns are OpenAI's, not sent; given, a 422")
+    ] = None
+    conversation: Annotated[
+        str | dict[str, Any] | None,
+        doc("not counted: the conversation's items are OpenAI's, not sent; given, a 422"),
+    ] = None
 
     def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
         check_nesting(None if isinstance(self.input, str) else self.input, self.tools, None)
+
+    def check_self_contained(self) -> None:
+        """A 422 naming `previous_response_id` or `conversation`: the turns they stand for are
+        stored by OpenAI, so a count here would leave them out."""
+        for name in ("previous_response_id", "conversation"):
+            if getattr(self, name) is not None:
+                raise ChatInputError(
+                    None,
+                    name,
+                    "not counted: the earlier turns it names are stored by OpenAI and not in "
+                    "this request; send them in `input`",
+                )
 
 
 class ResponsesInputTokens(ResponseBody, frozen=True):
@@ -85,6 +113,19 @@ class TokenizeRequest(ProviderRequest, frozen=True, forbid_unknown_fields=False)
     return_token_strs: Annotated[
         bool, doc("also return each token's text (U+FFFD where a character is split)")
     ] = False
+    add_special_tokens: Annotated[
+        bool | None,
+        doc(
+            "put the model's BOS (its tokenizer's template ids) around the text; "
+            "default true for `prompt`, false for `messages` (as vLLM)"
+        ),
+    ] = None
+    continue_final_message: Annotated[
+        bool, doc("not supported: `true` is a 422 naming the field")
+    ] = False
+    chat_template: Annotated[
+        str | None, doc("not supported: the model's own format renders; given, a 422")
+    ] = None
 
     def __post_init__(self) -> None:  # as it is decoded: nothing below recurses too deep
         check_nesting(self.messages, self.tools, self.chat_template_kwargs)

@@ -2,14 +2,17 @@
 shape counts as the same conversation sent to `/v1/models/{model}/count` (random conversations
 from tests/support/chatgen.py, rewritten into each shape by the inverse mapping written here),
 vLLM's
-tokenize/detokenize agree with encode/decode, and bad shapes are 422s naming the field."""
+tokenize/detokenize agree with encode/decode and frame a prompt as transformers does, and bad
+shapes, and fields that would change a count unheard, are 422s naming the field."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +23,8 @@ from service.models.billing import count_conversation
 from service.settings import Settings
 from service.store.registry import Registry
 from tests.support.chatgen import conversation
-from tests.unit.models.test_chat_oracle import hf_messages, hf_tokenizer
+from tests.support.testdata import vocab_bytes
+from tests.unit.models.test_chat_oracle import HF_FILES, hf_messages, hf_tokenizer
 
 MODELS = ["gpt-4o", "qwen2.5", "qwen3", "gpt-oss"]
 N = 40
@@ -374,3 +378,132 @@ def test_the_cli_takes_a_model_name_and_truncates_and_chunks(
     ]
     assert main(["count", "gpt-4oo", "x"]) != 0
     assert "did you mean 'gpt-4o@1'" in capsys.readouterr().err
+
+
+# --- fields that change a count are honoured or refused, never dropped -------------------------
+
+
+def auto_tokenizer(model: str, folder: Path) -> Any:
+    """transformers' `AutoTokenizer` on the model's own two files, as vLLM loads a model folder."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import AutoTokenizer  # noqa: PLC0415 (after HF_HUB_OFFLINE)
+
+    for name, kind in zip(
+        HF_FILES[model], ("tokenizer.json", "tokenizer_config.json"), strict=True
+    ):
+        (folder / kind).write_bytes(vocab_bytes(name))
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("model", ["qwen2.5", "qwen3", "deepseek-v3"])
+def test_tokenize_frames_a_prompt_as_the_reference_tokenizer_does(
+    client: TestClient[Any], model: str, tmp_path: Path
+) -> None:
+    text = "Hello, world"
+    reference = auto_tokenizer(model, tmp_path)  # as vLLM loads it
+    for add in (True, False):
+        r = client.post(
+            "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": add}
+        )
+        assert r.json()["tokens"] == reference(text, add_special_tokens=add)["input_ids"]
+    default = client.post("/tokenize", json={"model": model, "prompt": text}).json()["tokens"]
+    assert default == reference(text)["input_ids"]  # vLLM's default for a prompt: true
+
+
+def test_tokenize_puts_mistral_bos_before_a_prompt(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    tok = registry.resolve(registry.resolve_model("mistral-nemo").tokenizer_ref).tokenizer
+    plain = tok.encode("Hello, world", allowed_special="all")
+    r = client.post("/tokenize", json={"model": "mistral-nemo", "prompt": "Hello, world"})
+    assert r.json()["tokens"] == [tok.special_tokens["<s>"], *plain]  # mistral-common's bos=True
+    messages = [{"role": "user", "content": "Hi"}]
+    r = client.post("/tokenize", json={"model": "qwen3", "messages": messages})
+    assert r.json()["tokens"] == count_conversation(registry, "qwen3", messages).count.ids
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/tokenize", {"prompt": "x"}, "model"),
+        ("/v1/messages/count_tokens", {"messages": []}, "model"),
+        (
+            "/tokenize",
+            {
+                "model": "qwen3",
+                "messages": [{"role": "assistant", "content": "Hel"}],
+                "continue_final_message": True,
+            },
+            "continue_final_message",
+        ),
+        (
+            "/tokenize",
+            {"model": "qwen3", "prompt": "x", "chat_template": "{{ 1 }}"},
+            "chat_template",
+        ),
+        (
+            "/v1/responses/input_tokens",
+            {"model": "qwen3", "input": "x", "previous_response_id": "resp_1"},
+            "previous_response_id",
+        ),
+        (
+            "/v1/responses/input_tokens",
+            {"model": "qwen3", "input": "x", "conversation": "conv_1"},
+            "conversation",
+        ),
+        (
+            "/v1/responses/input_tokens",
+            {
+                "model": "qwen3",
+                "input": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA"}],
+            },
+            "type",
+        ),
+        (
+            "/v1/messages/count_tokens",
+            {
+                "model": "qwen3",
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+            },
+            "tools[0].type",
+        ),
+        (
+            "/v1/messages/count_tokens",
+            {
+                "model": "qwen3",
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"type": "bash_20250124", "name": "bash"}],
+            },
+            "tools[0].type",
+        ),
+    ],
+)
+def test_a_field_that_would_change_the_count_is_refused_by_name(
+    client: TestClient[Any], path: str, body: dict[str, Any], field: str
+) -> None:
+    r = client.post(path, json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+
+
+def test_a_custom_anthropic_tool_is_still_counted(client: TestClient[Any]) -> None:
+    messages = [{"role": "user", "content": "x"}]
+    tool = {"name": "f", "description": "d", "input_schema": {"type": "object"}}
+    counts = [
+        client.post(
+            "/v1/messages/count_tokens", json={"model": "qwen3", "messages": messages, **extra}
+        ).json()["input_tokens"]
+        for extra in ({}, {"tools": [tool]}, {"tools": [{**tool, "type": "custom"}]})
+    ]
+    assert counts[0] < counts[1] == counts[2]
+
+
+def test_an_estimate_gives_its_breakdown_by_default_as_documented(client: TestClient[Any]) -> None:
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello there"}]
+    doc = client.post("/v1/models/gpt-4o/count", json={"messages": messages}).json()
+    assert [m["index"] for m in doc["messages"]] == [0, 1]
+    parts = sum(m["tokens"] for m in doc["messages"]) + sum(doc["overhead"].values())
+    assert parts + doc["tools_tokens"] == doc["input_tokens"]
+    exact = client.post("/v1/models/qwen3/count", json={"messages": messages}).json()
+    assert exact["messages"] == [] and exact["overhead"] == {"unattributed": exact["input_tokens"]}
