@@ -56,3 +56,31 @@ def test_probes_are_answered_while_a_small_but_expensive_conversation_is_counted
     parts = sum(m["tokens"] for m in counted["messages"]) + sum(counted["overhead"].values())
     assert parts == counted["input_tokens"]
     assert not big_done_before_small  # the probes did not wait for the conversation
+
+
+def test_probes_are_answered_while_a_long_step_is_searched_for_stop_strings() -> None:
+    """A step of 131,000 ids (1 MB of `a`) with 16 stop strings each inside the next's prefix:
+    a regex over the whole text held the GIL twice about 3 s, so a probe with Kubernetes' default
+    timeout (1 s) failed. A long text is searched in linear time now."""
+    server = start_server(1)
+    stops = ["a" * (16 * k + 10) + "b" for k in range(16)]
+    body = {"ids": [70540] * 131_000, "stop": stops}  # cl100k's `aaaaaaaa`
+    url = f"{server.base}/v1/tokenizers/cl100k_base/decode/step"
+    try:
+        with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=server.base, timeout=1) as small:
+            big = pool.submit(httpx.post, url, json=body, timeout=120)
+            answered = []
+            while not big.done():  # probes all along, at most 300 (bounded)
+                try:
+                    answered.append(small.get("/healthz").status_code)
+                except httpx.TimeoutException:
+                    answered.append(0)
+                if len(answered) >= 300:
+                    break
+                time.sleep(0.01)
+            response = big.result()
+    finally:
+        stop_server(server)
+    assert answered and set(answered) == {200}, answered
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["text"] == "a" * (131_000 * 8 - 250)  # the longest prefix is held

@@ -27,7 +27,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
 
-from service.bpe.stream.stops import StopMatcher
+from service.bpe.stream.stops import LONG, StopMatcher
 from service.bpe.stream.utf8 import StreamDecoder, TextStep
 from service.errors import StreamOptionError, StreamStateError
 
@@ -87,7 +87,7 @@ class Assembler:
         if not self._started and data:
             data = self._start(data)
         text = self._feed(data, first=first)
-        if self.matcher is None or not (self.held or self.matcher.gate.search(text)):
+        if self.matcher is None or not (self.held or self.matcher.gate(text)):
             return text  # nothing held, and nothing here can begin a stop string
         return self._emit(text)
 
@@ -97,14 +97,14 @@ class Assembler:
         kept_bytes, feed, take = self._kept_bytes, self._feed, self._take
         if self.matcher is None:
             return lambda ids: feed(kept_bytes(ids))
-        gate, find = self.matcher.gate.search, self.matcher.find
+        search, find = self.matcher.regex.search, self.matcher.find  # `gate`, inlined
 
         def decode(ids: Sequence[int]) -> str:
             text = feed(kept_bytes(ids))
             held = self.held
             if held:  # searched together (the held text holds no stop string)
                 text, self.held = held + text, ""
-            found = gate(text)
+            found = search(text) if len(text) <= LONG else True
             return text if found is None else take(text, find(text, found))
 
         return decode

@@ -2,11 +2,16 @@
 
 `StopMatcher` is an Aho-Corasick automaton over the stop strings: a node is the longest suffix of
 the text read so far that is a prefix of some stop string, so reading a text steps through each
-character once (amortized), however the stop strings overlap. Stepping is Python, so a text is
+character once (amortized), however the stop strings overlap. Stepping is Python, so a short text is
 first searched in C by `gate`, one regex that finds the first place where a stop string or a
 suffix to hold back may begin; almost every piece of a stream has none. Where one has, the
 gate's match is the suffix to hold back when the stop strings are short and none lies inside
 another's prefix; otherwise the automaton steps from there on.
+
+The regex costs up to a stop string's length at each place a stop string's first character
+appears, so a long text (past `LONG` characters: a whole step, line or message of ids) is
+searched otherwise, in linear time: `str.find` for each stop string (C, two-way search), then
+the automaton on the last characters alone, where a suffix to hold back must lie.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 _SPELLED = 16  # characters of each stop string's prefix that the gate checks one by one
+LONG = 64  # characters past which a text is searched in linear time, not by the gate's regex
 
 
 class StopMatcher:
@@ -50,25 +56,45 @@ class StopMatcher:
         self._goto, self._fail, self._out, self.depth = goto, fail, out, depth
         firsts = sorted({stop[0] for stop in self.stops})
         self._first = re.compile("[" + "".join(map(re.escape, firsts)) + "]")
-        self.gate = _gate(self.stops)
-        """Its first match starts where the first stop string or the suffix to hold back may
-        begin in a text (no match: neither is there)."""
+        self.regex = _gate(self.stops)
+        self._longest = max(map(len, self.stops))
         self._exact = max(map(len, self.stops)) <= _SPELLED + 1 and not any(
             inner in stop[:-1] for stop in self.stops for inner in self.stops
         )  # a match of the gate that is no stop string is exactly the suffix to hold back
 
-    def find(self, text: str, found: re.Match[str] | None = None) -> tuple[int, int]:
+    def gate(self, text: str) -> re.Match[str] | bool | None:
+        """Falsy if no stop string and no suffix to hold back can begin in `text`; else a match
+        starting where the first may begin (a short text) or True (a long one: `find` decides)."""
+        return self.regex.search(text) if len(text) <= LONG else True
+
+    def find(self, text: str, found: re.Match[str] | bool | None = None) -> tuple[int, int]:
         """(cut, index): stop string `index` ends at `cut` in `text`, the first to end (the
         longest of those ending there); or, index -1, none does and `text[cut:]` is the longest
-        suffix that is a proper prefix of one. `found`: the gate's match, if searched already."""
-        found = found or self.gate.search(text)
-        if found is None:
+        suffix that is a proper prefix of one. `found`: the gate's answer, if asked already."""
+        if len(text) > LONG:
+            return self._find_long(text)
+        found = found or self.regex.search(text)
+        if not isinstance(found, re.Match):
             return len(text), -1
         start = found.start()
         if self._exact and found.end() == len(text) and found[0] not in self.stops:
             return start, -1
         node, end, index = self.scan(text[start:], 0)
         return (len(text) - self.depth[node], -1) if end < 0 else (start + end, index)
+
+    def _find_long(self, text: str) -> tuple[int, int]:
+        """`find` in linear time: each stop string's first place by `str.find`, the earliest end
+        (the longest on a tie) wins; else the held suffix, from the text's last characters."""
+        ends = [
+            (at + len(stop), -len(stop), index)
+            for index, stop in enumerate(self.stops)
+            if (at := text.find(stop)) >= 0
+        ]
+        if ends:
+            end, _, index = min(ends)
+            return end, index
+        node, _, _ = self.scan(text[len(text) - self._longest + 1 :], 0)
+        return len(text) - self.depth[node], -1
 
     def scan(self, text: str, node: int) -> tuple[int, int, int]:
         """Read `text` from `node`: (node, end, stop index) at the first stop string that ends
