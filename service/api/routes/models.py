@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 from litestar.params import FromPath, JSONBody
 
-from service.api.budget import run_work
+from service.api.budget import check_output, run_work
 from service.api.dependencies import RegistryDep, WorkerDep, model_ready
 from service.api.openapi import json_get, json_post
 from service.api.routes.catalog import ref_of
@@ -163,6 +163,11 @@ async def count_chat(
         ),
     )
     c = counted.count
+    if data.return_text or data.return_ids:  # what was counted, sized before it is answered
+        t = c.text if data.return_text and c.text else ""
+        text = len(t) if t.isascii() else len(t.encode("utf-8", "replace"))
+        ids = 8 * len(c.ids) if data.return_ids and c.ids else 0
+        check_output(worker.settings, text + ids, "bytes of text and ids per answer")
     return ChatCountResponse(
         input_tokens=c.input_tokens,
         tools_tokens=c.tools_tokens,

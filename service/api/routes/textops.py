@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar.params import JSONBody
 
 from service.api.budget import run_work
-from service.api.dependencies import TokenizerDep
+from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
 from service.api.wire import textops as wire
@@ -46,13 +46,19 @@ async def truncate(
     summary="Split text into token-bounded chunks",
     returns="the chunks, in order",
 )
-async def chunk(tokenizer: TokenizerDep, data: JSONBody[wire.ChunkRequest]) -> wire.ChunkResponse:
+async def chunk(
+    tokenizer: TokenizerDep, worker: WorkerDep, data: JSONBody[wire.ChunkRequest]
+) -> wire.ChunkResponse:
     """Chunks of at most `max_tokens` tokens that cover the text, in order, with code point offsets;
     each chunk after the first repeats the longest end of the previous one with at most `overlap`
-    tokens. Special-token literals count as ordinary text."""
+    tokens. Special-token literals count as ordinary text. The answer is held to
+    `TOKSVC_MAX_OUTPUT_BYTES` as the chunks are cut (413 past it)."""
+    limit = worker.settings.max_output_bytes
     cuts = await run_work(
         len(data.text),
-        lambda d: budgets.chunk(tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d),
+        lambda d: budgets.chunk(
+            tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d, max_bytes=limit
+        ),
     )
     return wire.ChunkResponse(
         chunks=[wire.ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],

@@ -22,7 +22,7 @@ from typing import Literal
 from service.bpe.deadline import Deadline
 from service.bpe.text.pieces import character_starts
 from service.bpe.tokenizer import Tokenizer
-from service.errors import InputError
+from service.errors import InputError, LimitExceededError
 
 Keep = Literal["start", "end"]
 
@@ -126,13 +126,25 @@ def truncate(
     return Cut(text[size - n :], size - n, size, c, True)
 
 
+CHUNK_BYTES = 64  # what a chunk's answer holds beside its text: keys, offsets, count
+
+
 def chunk(
-    tok: Tokenizer, text: str, max_tokens: int, overlap: int = 0, deadline: Deadline | None = None
+    tok: Tokenizer,
+    text: str,
+    max_tokens: int,
+    overlap: int = 0,
+    deadline: Deadline | None = None,
+    *,
+    max_bytes: int | None = None,
 ) -> list[Cut]:
     """Chunks of at most `max_tokens` covering the text; each after the first starts with the
-    longest end of the previous chunk that has at most `overlap` tokens."""
+    longest end of the previous chunk that has at most `overlap` tokens. `max_bytes` bounds the
+    answer as it grows (each chunk's UTF-8 text and `CHUNK_BYTES`): small chunks that overlap
+    repeat the text many times over, so past it the chunking stops with `LimitExceededError`."""
     if max_tokens < 1 or overlap < 0 or overlap >= max_tokens:
         raise InputError("chunk needs max_tokens >= 1 and 0 <= overlap < max_tokens")
+    size, limit = 0, max_bytes if max_bytes is not None else -1
     t = _Text(tok, text, deadline or Deadline())
     if t.n_tokens <= max_tokens:
         return [Cut(text, 0, len(text), t.n_tokens, False)]
@@ -147,7 +159,12 @@ def chunk(
                 f"the character at {start} alone needs more than max_tokens={max_tokens} tokens"
             )
         end = start + n
-        chunks.append(Cut(text[start:end], start, end, c, n < rest))
+        piece = text[start:end]
+        if limit >= 0:
+            size += CHUNK_BYTES + (n if piece.isascii() else len(piece.encode("utf-8", "replace")))
+            if size > limit:
+                raise LimitExceededError("bytes of chunks per answer", limit)
+        chunks.append(Cut(piece, start, end, c, n < rest))
         if end >= len(text):
             break
         back = 0
