@@ -24,7 +24,8 @@ from tests.support.server import Server, free_port
 
 ORIGIN = "http://app.example"
 SETTINGS = Settings(max_body_bytes=65536, max_batch_items=16, body_seconds=2, cors_origins=ORIGIN)
-JSON = {"content-type": "application/json"}
+RID = {"x-request-id": "hot-path-test"}  # echoed by both apps, so their answers can be equal
+JSON = {"content-type": "application/json", **RID}
 EOT = "<|endoftext|>"
 LONG = "The quick brown fox, 狐狸 🦊, jumps. " * 600  # ~24 KB: the work runs in a thread
 
@@ -98,7 +99,7 @@ def apps(registry: Registry) -> Iterator[tuple[ThreadedServer, ThreadedServer]]:
 
 def answer(base: str, path: str, body: Any, headers: dict[str, str] = JSON) -> Any:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    r = httpx.post(base + path, content=content, headers=headers, timeout=30)
+    r = httpx.post(base + path, content=content, headers={**headers, **RID}, timeout=30)
     return r.status_code, without_date(r.headers), r.content
 
 
@@ -134,7 +135,7 @@ def test_options_and_cors_are_answered_alike(apps: Any) -> None:
     path = "/v1/tokenizers/gpt2/encode"
     preflight = {"origin": ORIGIN, "access-control-request-method": "POST"}
     for headers in ({}, preflight):
-        got = [httpx.options(s.base + path, headers=headers) for s in (hot, full)]
+        got = [httpx.options(s.base + path, headers={**headers, **RID}) for s in (hot, full)]
         assert got[0].status_code == got[1].status_code == 204
         assert without_date(got[0].headers) == without_date(got[1].headers)
     for body in ({"text": "hi"}, {"text": 1}):
@@ -155,7 +156,9 @@ def test_a_body_in_chunks_and_one_over_the_limit_without_a_length(apps: Any) -> 
         [b'{"text": "', b"a" * 40_000, b"a" * 40_000, b'"}'],
     ):
         got = [
-            httpx.post(s.base + "/v1/tokenizers/cl100k_base/encode", content=chunks(*parts))
+            httpx.post(
+                s.base + "/v1/tokenizers/cl100k_base/encode", content=chunks(*parts), headers=RID
+            )
             for s in (hot, full)
         ]
         assert got[0].status_code == got[1].status_code in (200, 413)
@@ -168,7 +171,8 @@ def trickle(port: int) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
         sock.sendall(
             b"POST /v1/tokenizers/gpt2/count HTTP/1.1\r\nHost: x\r\n"
-            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n"
+            b"X-Request-ID: hot-path-test\r\n\r\n"
             b'{"text": '
         )
         reply = b""

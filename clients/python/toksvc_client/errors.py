@@ -242,6 +242,13 @@ class EngineFailureError(InputError):
     kind = "engine-failure"
 
 
+class PatternTimeoutError(InputError):
+    """A tokenizer file's pattern backtracked past its time bound (`seconds`) on this text."""
+
+    kind, facts = "pattern-timeout", ("seconds",)
+    seconds: float | None
+
+
 # 503 and 500
 
 

@@ -9,8 +9,10 @@ taken whole. A pattern without groups keeps `findall`, which is faster.
 A pattern from a file is untrusted input: `(a|aa)+$` backtracks exponentially on 40 "a"s. Such a
 pattern runs with `regex`'s timeout, the time left of the work's deadline
 (service/bpe/deadline.py) or `NO_DEADLINE_SECONDS` for work that has none (a small request, run
-inline), and raises `PatternTimeoutError` past it; `stalls` refuses one at import. The timeout
-makes `findall` about 3x slower, so the shipped patterns (`KNOWN`) run without it.
+inline), and raises `PatternTimeoutError` past it, or the work's own `LimitExceededError` when
+the time was the work's deadline (a sane pattern on megabytes of text); `stalls` refuses one at
+import. The timeout makes `findall` about 3x slower, so the shipped patterns (`KNOWN`) run
+without it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 
 import regex
 
-from service.bpe.deadline import seconds_left
+from service.bpe.deadline import checkpoint, seconds_left
 from service.bpe.engine.patterns import DEEPSEEK_CHAIN, PATTERNS
 from service.errors import PatternTimeoutError
 
@@ -48,7 +50,7 @@ def matches_of(pattern: str) -> Cut:
             found: list[str] = compiled.findall(text, timeout=seconds)
             return found
         except TimeoutError:
-            raise PatternTimeoutError(seconds) from None
+            raise timed_out(seconds) from None
 
     return timed
 
@@ -59,7 +61,13 @@ def timed_finditer(compiled: regex.Pattern[str], text: str) -> list[regex.Match[
     try:
         return list(compiled.finditer(text, timeout=seconds))
     except TimeoutError:
-        raise PatternTimeoutError(seconds) from None
+        raise timed_out(seconds) from None
+
+
+def timed_out(seconds: float) -> PatternTimeoutError:
+    """The error for a pattern stopped after `seconds`, unless the work's time is up (raised)."""
+    checkpoint()
+    return PatternTimeoutError(seconds)
 
 
 def stalls(pattern: str) -> bool:
