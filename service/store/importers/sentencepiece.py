@@ -74,12 +74,16 @@ def tokenizer_doc(model: SentencePieceModel) -> dict[str, Any]:
     """The Hugging Face `tokenizer.json` of a supported SentencePiece BPE model."""
     vocab = {p.piece: i for i, p in enumerate(model.pieces)}
     mergeable = {p.piece for p in model.pieces if p.type in _MERGEABLE}
+    # a piece is cut only where both parts have the length of some mergeable piece: linear in
+    # the piece's length, where making every split was quadratic (GBs for one long piece)
+    lengths = {len(m) for m in mergeable}
     merges: list[tuple[float, int, str, str]] = []
     for i, p in enumerate(model.pieces):
         if p.type not in _MERGEABLE or len(p.piece) < 2:
             continue
-        splits = [(p.piece[:k], p.piece[k:]) for k in range(1, len(p.piece))]
-        found = [(a, b) for a, b in splits if a in mergeable and b in mergeable]
+        text, n = p.piece, len(p.piece)
+        cuts = [(text[:k], text[k:]) for k in lengths if k < n and n - k in lengths]
+        found = [(a, b) for a, b in cuts if a in mergeable and b in mergeable]
         found.sort(key=lambda ab: (vocab[ab[0]], vocab[ab[1]]))
         merges += [(-p.score, i, a, b) for a, b in found]
     merges.sort(key=lambda m: m[0])  # stable: highest score first, then as listed

@@ -9,11 +9,14 @@ length-delimited fields), and only a few fields matter here:
 - `normalizer_spec` (3): name (1), precompiled_charsmap (2), add_dummy_prefix (3, default on),
   remove_extra_whitespaces (4, default on), escape_whitespaces (5, default on).
 
-Every failure is a StoreError naming the file and what was wrong.
+Every failure is a StoreError naming the file and what was wrong; a piece whose score is not
+finite or whose type is not one of the six is refused, as the merges and the specials built
+from them could not be exact.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 
@@ -135,6 +138,10 @@ def _piece(data: bytes, where: str, index: int) -> Piece:
             piece.score = struct.unpack("<f", value)[0]
         elif number == 3:
             piece.type = _int(value)
+    if not math.isfinite(piece.score):
+        raise StoreError(where, f"pieces[{index}]: score {piece.score} is not a finite number")
+    if not NORMAL <= piece.type <= BYTE:
+        raise StoreError(where, f"pieces[{index}]: type {piece.type} is not one of 1 to 6")
     return piece
 
 
