@@ -160,33 +160,58 @@ def start_server_on_bad_store(env: dict[str, str]) -> Server:
     return Server(base, port, proc)
 
 
-def test_sigterm_flushes_and_ends_open_streams() -> None:
-    server = start_server(1)
+def test_sigterm_ends_open_streams_with_a_state_another_replica_resumes() -> None:
+    """SIGTERM mid-character: both forms end with a `state` holding the half of 🎉, and a second
+    server resumed from it (the stream forms, and decode/step) completes the text exactly."""
+    server, other = start_server(1), start_server(1)
     stream = NdjsonStream(server.port, "/v1/tokenizers/cl100k_base/decode/stream")
+    ws_url = "ws://127.0.0.1:{}/v1/tokenizers/cl100k_base/decode/ws"
+    first, rest = [1917, 9468], [236, 231]  # " world", then the three ids of 🎉
     try:
-        with connect(f"ws://127.0.0.1:{server.port}/v1/tokenizers/cl100k_base/decode/ws") as ws:
-            stream.send({"ids": [9468]})  # the first half of 🙂: held back
-            assert stream.read_line() == {"text": ""}
-            ws.send(json.dumps({"ids": [9468]}))
-            assert json.loads(ws.recv(timeout=10)) == {"text": ""}
+        with connect(ws_url.format(server.port)) as ws:
+            stream.send({"ids": first})
+            assert stream.read_line() == {"text": " world"}
+            ws.send(json.dumps({"ids": first}))
+            assert json.loads(ws.recv(timeout=10)) == {"text": " world"}
             started = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
             last = stream.read_line()
-            assert last is not None and last["done"] is True and last["text"] == "\ufffd"
-            assert "shutting down" in last["reason"]
+            assert last is not None and last["done"] is True and last["text"] == ""
+            assert "shutting down" in last["reason"] and last["state"]
             final = json.loads(ws.recv(timeout=10))
-            assert final["done"] is True and final["text"] == "\ufffd"
+            assert final["done"] is True and final["text"] == "" and final["state"]
             with pytest.raises(ConnectionClosed) as closed:
                 ws.recv(timeout=10)
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
         server.process.wait(timeout=20)
         took = time.monotonic() - started
+
+        resumed = NdjsonStream(other.port, "/v1/tokenizers/cl100k_base/decode/stream")
+        try:
+            resumed.send({"state": last["state"], "ids": rest})
+            resumed.end_body()
+            joined = " world" + "".join(line["text"] for line in resumed.read_all())
+        finally:
+            resumed.close()
+        with connect(ws_url.format(other.port)) as ws:
+            ws.send(json.dumps({"state": final["state"], "ids": rest, "final": True}))
+            joined_ws = " world" + json.loads(ws.recv(timeout=10))["text"]
+        step = httpx.post(
+            f"{other.base}/v1/tokenizers/cl100k_base/decode/step",
+            json={"state": last["state"], "ids": rest, "final": True},
+        ).json()
+        full = httpx.post(
+            f"{other.base}/v1/tokenizers/cl100k_base/decode", json={"ids": first + rest}
+        ).json()["text"]
+        assert full == " world🎉" and joined == joined_ws == " world" + step["text"] == full
         print(
-            f"\nSIGTERM with an NDJSON stream and a WebSocket open: both flushed and closed, "
-            f"exit {server.process.returncode} after {took:.2f} s"
+            f"\nSIGTERM with an NDJSON stream and a WebSocket open: both ended with a state and "
+            f"closed, exit {server.process.returncode} after {took:.2f} s; resumed on a second "
+            f"server: {joined!r}"
         )
         assert server.process.returncode == 0 and took < 15
     finally:
         stream.close()
+        stop_server(other)
         if server.process.poll() is None:
             stop_server(server)

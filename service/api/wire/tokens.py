@@ -32,6 +32,10 @@ _ERRORS = (
     "puts U+FFFD in their place"
 )
 _IDS_OUT = "the token ids, in order"
+_RESUME = (
+    "first message only: resume a stream that a stopping server ended, from the `state` of its "
+    "last line (send the same `stop` and `include_stop_str_in_output` again)"
+)
 _STATE = "opaque stream state: pass the previous step's `state` back, null to start"
 _SPACES = (
     "transformers' option; the shipped (byte-level) families' reference decode puts no spaces "
@@ -269,6 +273,11 @@ class StreamChunkRequest(RequestBody, StreamOptions, frozen=True):
         default_factory=list
     )
     final: Annotated[bool, doc("WebSocket only: flush, answer with `done` and close")] = False
+    state: Annotated[str | None, doc(_RESUME, "u8.0.8J8=")] = None
+
+    def sent(self) -> str | None:
+        """The first option (or the `state`) this message carries, if any."""
+        return "state" if self.state is not None else super().sent()
 
 
 class StreamUsage(ResponseBody, frozen=True):
@@ -294,6 +303,14 @@ class StreamTextResponse(ResponseBody, frozen=True):
     reason: Annotated[str | None, doc("why a stream ended early (the server is shutting down)")] = (
         None
     )
+    state: Annotated[
+        str | None,
+        doc(
+            "with `reason`: the stream's state, held bytes included (not flushed); send it as the "
+            "first message's `state` of a new stream, or to `decode/step`, to resume exactly",
+            "u8.0.8J8=",
+        ),
+    ] = None
     stopped: Annotated[bool, doc("true on the last line when a stop string ended the stream")] = (
         False
     )

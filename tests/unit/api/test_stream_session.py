@@ -93,18 +93,37 @@ def test_the_end_of_the_input_flushes_the_held_bytes(registry: Registry) -> None
     assert client.end == ("done", [{"text": ""}, {"text": "\ufffd", "done": True}], None)
 
 
-def test_a_stopping_worker_flushes_the_held_bytes_with_a_reason(registry: Registry) -> None:
+def test_a_stopping_worker_hands_back_a_state_that_resumes_exactly(registry: Registry) -> None:
+    """Cut short mid-character (9468 is the first of 🎉's three ids), the last line holds the
+    bytes in its `state`, not flushed as U+FFFD; a new stream sent that state completes 🎉."""
     worker = Worker(Settings(), registry)
-    client = Recorder(Received([b'{"ids": [9468]}']))
+    client = Recorder(Received([b'{"ids": [1917, 9468]}']))
 
     async def main() -> None:
         asyncio.get_running_loop().call_later(0.05, worker.stopping.set)
         await session(worker, registry).run(client)
 
     asyncio.run(main())
-    assert client.sent == [[{"text": ""}]]
-    assert client.end == ("stopping", [{"text": "\ufffd", "done": True, "reason": STOPPING}], None)
+    assert client.sent == [[{"text": " world"}]]
+    assert client.end is not None and client.end[0] == "stopping"
+    (last,) = client.end[1]
+    state = last.pop("state")
+    assert state and last == {"text": "", "done": True, "reason": STOPPING}
     assert worker.stream_slots.open == 0
+
+    rest = json.dumps({"state": state, "ids": [236, 231]}).encode()
+    resumed = Recorder(Received([rest], ended=True))
+    run(Worker(Settings(), registry), registry, resumed)
+    assert resumed.end == ("done", [{"text": "🎉"}, {"text": "", "done": True}], None)
+
+
+def test_a_state_goes_on_the_first_message_only(registry: Registry) -> None:
+    worker = Worker(Settings(), registry)
+    client = Recorder(Received([b'{"ids": [15339]}', b'{"ids": [1917], "state": "u8.0."}']))
+    run(worker, registry, client)
+    assert client.end is not None and client.end[0] == "error" and client.end[2] is not None
+    assert client.end[2].kind == "invalid-stream-option"
+    assert json.loads(client.end[2].line)["error"]["field"] == "state"
 
 
 @pytest.mark.parametrize(

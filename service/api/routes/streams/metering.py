@@ -26,22 +26,23 @@ class Meter:
         return StreamTextResponse(text=text, count=self.count if self.on else None)
 
     def last(
-        self, text: str, reason: str | None = None, stop: str | None = None
+        self,
+        text: str,
+        reason: str | None = None,
+        stop: str | None = None,
+        state: str | None = None,
     ) -> StreamTextResponse:
-        """The last line; `stop`: the stop string that ended the stream."""
-        stopped = stop is not None
+        """The last line; `stop`: the stop string that ended the stream; `state`: where a stream
+        cut short resumes."""
         usage = self.usage()
-        if usage is None:
-            return StreamTextResponse(
-                text=text, done=True, reason=reason, stopped=stopped, stop=stop
-            )
         return StreamTextResponse(
             text=text,
             done=True,
             reason=reason,
-            count=self.count,
+            state=state,
+            count=None if usage is None else self.count,
             usage=usage,
-            stopped=stopped,
+            stopped=stop is not None,
             stop=stop,
         )
 

@@ -5,7 +5,9 @@ A `StreamSession` owns what a stream uses: the tokenizer, its UTF-8 `StreamDecod
 and `stopping` event. It runs one sequence for both forms:
 
 - receive the next message within the idle limit and the stream's deadline, or learn that the
-  worker is stopping: then flush what is held, with a `reason`, and end cleanly;
+  worker is stopping: then end cleanly with a `reason` and the stream's `state`, held bytes not
+  flushed, from which another replica resumes exactly (the `state` of a new stream's first
+  message, or `decode/step`);
 - answer each chunk request `{"ids": [...]}` with `{"text": ...}` (ids spent from the budget,
   large messages decoded in a worker thread, metrics and metering counted); a `final` request or
   the end of the input flushes the held bytes into a last answer with `"done": true`;
@@ -39,7 +41,7 @@ from service.errors import StreamOptionError, ToksvcError
 from service.settings import Settings
 from service.store.registry import LoadedTokenizer
 
-STOPPING = "the server is shutting down; send the rest to another replica"
+STOPPING = "the server is shutting down; resume on another replica with `state`"
 log = logging.getLogger("toksvc")
 _chunk = msgspec.json.Decoder(StreamChunkRequest)
 _encode = msgspec.json.encode
@@ -136,8 +138,8 @@ class StreamSession:
             while True:
                 lines = []
                 received = await self._next(transport)
-                if received is None:  # the worker is stopping: flush what is held and end
-                    last = self._last("", reason=STOPPING)
+                if received is None:  # the worker is stopping: hand back the state and end
+                    last = _encode(self.meter.last("", STOPPING, state=self.assembler.state()))
                     await self._send(partial(transport.close, [last], stopping=True), last=True)
                     return
                 if received.gone:
@@ -195,7 +197,9 @@ class StreamSession:
             raise StreamOptionError(sent, "options go on the stream's first message only")
         if not self.started and sent is not None:
             limits = assembly_limits(self.worker.settings)
-            self.assembler = assembler_for(self.tokenizer, chunk.assembly(), limits, self.errors)
+            self.assembler = assembler_for(
+                self.tokenizer, chunk.assembly(), limits, self.errors, chunk.state
+            )
         self.started = True
 
     async def _text(self, ids: list[int]) -> str:
@@ -216,11 +220,11 @@ class StreamSession:
         metrics.record(self.ref, "decode_stream", len(ids), [text])
         return text
 
-    def _last(self, text: str, reason: str | None = None) -> bytes:
+    def _last(self, text: str) -> bytes:
         """The last answer: `text` and the held bytes, flushed, with `"done": true` (and the stop
         string when one ended the stream)."""
         text += self.assembler.flush()
-        return _encode(self.meter.last(text, reason=reason, stop=self.assembler.stopped))
+        return _encode(self.meter.last(text, stop=self.assembler.stopped))
 
     async def _send(self, fn: Callable[[], Awaitable[object]], *, last: bool = False) -> bool:
         """Send within the stream's deadline (the last send, which may say that the deadline has
