@@ -77,6 +77,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False  # a store file that fails to load stops the worker (exit non-zero)
     # start-up checks hashes and heads; each tokenizer is built when first used (off: all at once)
     build_on_first_use: bool = True
+    # built before the worker turns ready, and before a reload swaps in: "all" or "name,model,..."
+    preload: str = ""
     admin_token: str = ""  # non-empty: POST /admin/reload is on and wants this bearer token
     # per-request and per-connection budgets (docs/reliability.md, "Budgets")
     max_output_bytes: Positive = 16 * 1024 * 1024  # decoded bytes one decode request may produce

@@ -1,18 +1,20 @@
 """A worker's life: the first load of the store and its policy, reloads, and the signals.
 
-First load. A worker with no tokenizer does not start. A worker that the supervisor starts later
+First load. The store is loaded, and the tokenizers TOKSVC_PRELOAD names are built
+(service.store.preload), before the worker serves: `/readyz` turns ready after them. A worker
+with no tokenizer does not start. A worker that the supervisor starts later
 (after a crash) refuses to start on a store with failures once a store has served (the "served"
 marker in the shared state directory), so it never serves something other than its siblings do;
 the supervisor retries it. In strict mode (TOKSVC_STRICT) any failure refuses the start. A worker
 that loaded joins the roster (`WorkerProcess.mark_loaded`), which `/readyz` counts.
 
 Reload. On SIGHUP (and `POST /admin/reload`, `routes.admin`) a worker loads the store again
-and swaps the new registry in, in one assignment, only if every file loaded; otherwise the old
-one keeps serving and the refusal is logged and counted. Either way it records in the roster the
-store state it serves and that it answered (`service.api.store_state`). Requests in flight keep
-the tokenizer they resolved. One reload at a time per worker (`worker.reload_lock`): six
-concurrent reloads held six stores in memory. Under several workers, SIGHUP to the supervisor
-is passed on to each.
+(preloading again) and swaps the new registry in, in one assignment, only if every file loaded;
+otherwise the old one keeps serving and the refusal is logged, counted and shown on `/readyz`.
+Either way it records in the roster the store state it serves and that it answered
+(`service.api.store_state`). Requests in flight keep the tokenizer they resolved. One reload at
+a time per worker (`worker.reload_lock`): six concurrent reloads held six stores in memory.
+Under several workers, SIGHUP to the supervisor is passed on to each.
 
 Signals: one mechanism, `signal.signal` with chaining. uvicorn installs its own SIGTERM/SIGINT
 handlers with `signal.signal` (so that it can restore them and re-raise the signal after a
@@ -45,6 +47,7 @@ from service.api.worker import Worker, worker_of
 from service.errors import StoreError
 from service.runtime import load_registry
 from service.settings import Settings
+from service.store.preload import preload
 from service.store.registry import Registry
 
 log = logging.getLogger("toksvc")
@@ -77,9 +80,18 @@ async def running(app: Litestar) -> AsyncIterator[None]:
             take_back()
 
 
+def load_preloaded(settings: Settings) -> Registry:
+    """The store's registry with the tokenizers `settings.preload` names built (in a thread)."""
+    registry = load_registry(settings)
+    if settings.preload:
+        seconds = preload(registry, settings.preload)
+        log.info("store: preloaded %s in %.2fs", settings.preload, seconds)
+    return registry
+
+
 async def initial_load(settings: Settings, process: WorkerProcess) -> Registry:
     """The registry a worker starts with (see the module docstring for when it refuses)."""
-    registry = await anyio.to_thread.run_sync(load_registry, settings)
+    registry = await anyio.to_thread.run_sync(load_preloaded, settings)
     for failure in registry.failures:
         log.error("store: %s", failure)
     where = os.pathsep.join(map(str, settings.stores))
@@ -144,7 +156,7 @@ async def reload(worker: Worker) -> list[str]:
     async with worker.reload_lock:
         began = time.time()  # a reload waiting for the lock begins when it has it
         settings = worker.settings
-        registry = await anyio.to_thread.run_sync(load_registry, settings)
+        registry = await anyio.to_thread.run_sync(load_preloaded, settings)
         if not registry.complete:
             for failure in registry.failures:
                 log.error("reload refused: %s", failure)

@@ -6,7 +6,8 @@ or not. A reload passed on to every worker by the supervisor (SIGHUP) has ended 
 in the roster has recorded since it began: `await_round` waits for that, for a bounded time. An
 admin reload answers with the one state they all serve, or says they do not (409
 `reload-inconsistent`: the store changed while they loaded it, or a worker did not answer), and
-`/readyz` warns for as long as the workers disagree (`disagreement`).
+`/readyz` warns for as long as the workers disagree (`disagreement`), and while a worker's last
+reload was refused (`refused_reload`: it serves the store it had).
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def agreed(answered: dict[int, RosterEntry | None]) -> str | None:
 def refusal(answered: dict[int, RosterEntry | None]) -> list[str]:
     """Why a worker refused this reload (the first one that did), or []."""
     return next((e.failures for e in answered.values() if e is not None and e.failures), [])
+
+
+def refused_reload(process: WorkerProcess) -> list[str]:
+    """For `/readyz`: why the last reload of a worker was refused (the first such worker's), or
+    [] when every worker's last load went through."""
+    return next((e.failures for e in process.roster().values() if e.failures), [])
 
 
 def disagreement(process: WorkerProcess) -> str | None:

@@ -85,6 +85,12 @@ def _add_serve(sub: Any, reading: argparse.ArgumentParser, settings: Settings) -
         default=settings.workers,
         help=_env("workers", "worker processes (one core each)"),
     )
+    p.add_argument(
+        "--preload",
+        default=settings.preload,
+        metavar="all|NAME,...",
+        help=_env("preload", "tokenizers or models to build before serving (others: on first use)"),
+    )
     p.set_defaults(run=_serve)
 
 
@@ -137,6 +143,7 @@ def _serve(args: argparse.Namespace) -> None:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        preload=args.preload,
     )
 
 

@@ -3,6 +3,7 @@ new file is refused and the old registry keeps serving; the admin endpoint is of
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from service.cli import main as toksvc
+from service.store.manifest import MANIFEST
 from tests.support.server import Server, start_server, stop_server
 from tests.support.testdata import corpus_text
 
@@ -93,6 +95,12 @@ def corrupt_new_version(store: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"[", b"{", 1))
 
 
+def remove_version(store: Path, version: str) -> None:
+    manifest = json.loads((store / MANIFEST).read_text())
+    manifest["tokenizers"] = [e for e in manifest["tokenizers"] if e["version"] != version]
+    (store / MANIFEST).write_text(json.dumps(manifest))
+
+
 def reloads(server: Server, result: str) -> float:
     for line in httpx.get(f"{server.base}/metrics").text.splitlines():
         if line.startswith(f'toksvc_store_reloads_total{{result="{result}"}}'):
@@ -114,6 +122,12 @@ def test_sighup_reload_under_load(store: Path, workers: int) -> None:
             time.sleep(2)
             assert served_everywhere(server, "bard@9")  # the old registry keeps serving
             assert httpx.get(f"{server.base}/v1/tokenizers/bard@corrupt").status_code == 404
+            ready = httpx.get(f"{server.base}/readyz")  # ready, and saying the reload was refused
+            assert ready.status_code == 200 and "corrupt" in " ".join(ready.json()["failures"])
+            assert any("reload was refused" in w for w in ready.json()["warnings"])
+            remove_version(store, "corrupt")
+            server.process.send_signal(signal.SIGHUP)
+            assert wait_for(lambda: "failures" not in httpx.get(f"{server.base}/readyz").json())
         failed = sum(1 for c in load.codes if c != 200)
         print(
             f"\n{workers} worker(s): {len(load.codes)} requests during two reloads, {failed} failed"

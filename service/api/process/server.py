@@ -20,12 +20,18 @@ from service.settings import Settings
 
 
 def serve(
-    settings: Settings, *, stores: Sequence[Path], host: str, port: int, workers: int
+    settings: Settings,
+    *,
+    stores: Sequence[Path],
+    host: str,
+    port: int,
+    workers: int,
+    preload: str,
 ) -> None:
     """Serve `settings` with the command line's choices; the workers receive exactly these
     settings, typed (`service.api.process.handoff`), and never read the environment again."""
     settings = msgspec.structs.replace(
-        settings, stores=tuple(stores), host=host, port=port, workers=workers
+        settings, stores=tuple(stores), host=host, port=port, workers=workers, preload=preload
     )
     # prometheus_client's multiprocess mode: every worker writes its samples to files in this
     # directory and /metrics sums them; it must be set before any worker imports the client.

@@ -10,6 +10,8 @@ from service.api.wire.info import HealthResponse
 from service.errors import NotReadyError
 from service.runtime import native_missing_warning
 
+REFUSED = "the last reload was refused: the store before it keeps serving; fix the store, reload"
+
 
 @json_get(
     "/healthz",
@@ -34,16 +36,20 @@ def healthz() -> HealthResponse:
     traits=(AUTH_EXEMPT,),
 )
 def readyz(worker: WorkerDep) -> HealthResponse:
-    """200 once the store is loaded and this worker serves (with a warning while the workers serve
-    different store states); 503 (problem, with `Retry-After` and the files that failed) before
-    that."""
+    """200 once the store is loaded, the tokenizers TOKSVC_PRELOAD names are built, and this
+    worker serves (with a warning while the workers serve different store states, and with the
+    `failures` of a refused last reload while the store before it serves); 503 (problem, with
+    `Retry-After` and the files that failed) before that."""
     registry = worker.registry
     if registry is None or not registry.complete:
         failures = [str(f) for f in registry.failures] if registry is not None else []
         serving = registry is not None and len(registry) > 0
         raise NotReadyError(failures, serving=serving)
     native = native_missing_warning()  # ready, but slow: say so where operators look
+    refused = store_state.refused_reload(worker.process)
     warnings = [w for w in (native, store_state.disagreement(worker.process)) if w]
+    if refused:
+        warnings.append(f"{REFUSED}: {refused[0]}")
     workers, loaded = lifecycle.workers_loaded(worker)
     return HealthResponse(
         status="ready",
@@ -53,6 +59,7 @@ def readyz(worker: WorkerDep) -> HealthResponse:
         workers=workers,
         workers_loaded=loaded,
         store_sha256=registry.store_sha256 or None,
+        failures=refused or None,
     )
 
 

@@ -77,7 +77,10 @@ class HealthResponse(ResponseBody, frozen=True):
 
     status: Annotated[str, doc("`ok` (liveness) or `ready` (readiness)", "ready")]
     tokenizers: Annotated[int | None, doc("number of loaded tokenizer files", 8)] = None
-    failures: Annotated[list[str] | None, doc("store files that did not load, and why")] = None
+    failures: Annotated[
+        list[str] | None,
+        doc("store files that did not load, and why (on a ready answer: a refused last reload's)"),
+    ] = None
     engine: Annotated[
         str | None, doc("`native`, or `python` when the native engine was not built", "native")
     ] = None

@@ -122,6 +122,19 @@ def test_readyz_and_verify_see_it(small: Path, capsys: pytest.CaptureFixture[str
     assert "merges[5]" in capsys.readouterr().out
 
 
+def test_a_preloaded_file_that_fails_is_not_ready_before_any_request(small: Path) -> None:
+    """TOKSVC_PRELOAD builds before the worker serves: the broken file is on /readyz at once."""
+    break_merges(small, "gpt2@1")
+    with TestClient(create_app(Settings(stores=(small,), preload="gpt2"))) as client:
+        doc = client.get("/readyz").json()
+        assert doc["status"] == 503 and any("merges[5]" in f for f in doc["failures"])
+    with TestClient(create_app(Settings(stores=(small,), preload="p50k_base"))) as client:
+        assert client.get("/readyz").status_code == 200  # gpt2 is not built until it is used
+        listed: Any = client.get("/v1/tokenizers").json()["tokenizers"]
+        built = {t["ref"] for t in listed if t.get("n_vocab") is not None}
+        assert built == {"p50k_base@1"}
+
+
 def test_a_file_edited_after_start_up_does_not_change_its_first_use(small: Path) -> None:
     """First use builds from the bytes verified at start-up: a store edited on disk meanwhile
     (a rollout, or a file no longer matching its pin) neither breaks nor changes a running
