@@ -348,9 +348,13 @@ class NotReadyError(ToksvcError):
     kind, title = "not-ready", "Not ready"
     fact_names = ("failures",)
 
-    def __init__(self, failures: list[str] | None = None, *, serving: bool = False) -> None:
+    def __init__(
+        self, failures: list[str] | None = None, *, serving: bool = False, reason: str = ""
+    ) -> None:
         self.failures = failures
-        if failures and serving:
+        if reason:
+            super().__init__(reason)
+        elif failures and serving:
             super().__init__(
                 f"{len(failures)} store file(s) failed to load; this worker serves "
                 "the others but is not ready"

@@ -2,11 +2,13 @@
 
 First load. The store is loaded, and the tokenizers TOKSVC_PRELOAD names are built
 (service.store.preload), before the worker serves: `/readyz` turns ready after them. A worker
-with no tokenizer does not start. A worker that the supervisor starts later
-(after a crash) refuses to start on a store with failures once a store has served (the "served"
-marker in the shared state directory), so it never serves something other than its siblings do;
-the supervisor retries it. In strict mode (TOKSVC_STRICT) any failure refuses the start. A worker
-that loaded joins the roster (`WorkerProcess.mark_loaded`), which `/readyz` counts.
+with no tokenizer does not start. A worker that the supervisor starts later (after a crash)
+refuses to start on a store with failures once a store has served (the "served" marker in the
+shared state directory), or on a store state (manifest sha256) that none of the running workers
+serves (the store changed on disk and was not reloaded), so it never serves something other
+than its siblings do; the supervisor retries it. In strict mode (TOKSVC_STRICT) any failure
+refuses the start. A worker that loaded joins the roster (`WorkerProcess.mark_loaded`), which
+`/readyz` counts.
 
 Reload. On SIGHUP (and `POST /admin/reload`, `routes.admin`) a worker loads the store again
 (preloading again) and swaps the new registry in, in one assignment, only if every file loaded;
@@ -114,6 +116,14 @@ async def initial_load(settings: Settings, process: WorkerProcess) -> Registry:
         reason = (
             "the store has failures and an earlier one served here; this worker does not "
             "start, the running ones keep serving"
+        )
+        _refuse_start(process, StoreError(where, reason))
+    siblings = {e.store for pid, e in process.roster().items() if pid != os.getpid()}
+    if served and siblings and registry.store_sha256 not in siblings:
+        reason = (
+            f"the store on disk (manifest sha256 {registry.store_sha256[:12]}) is not the one the "
+            f"running workers serve ({', '.join(sorted(s[:12] for s in siblings))}); this worker "
+            "does not start until a reload (SIGHUP) moves them onto it"
         )
         _refuse_start(process, StoreError(where, reason))
     if broken and settings.strict:

@@ -5,9 +5,9 @@ manifest's sha256, `Registry.store_sha256`) after its first load and after every
 or not. A reload passed on to every worker by the supervisor (SIGHUP) has ended when every worker
 in the roster has recorded since it began: `await_round` waits for that, for a bounded time. An
 admin reload answers with the one state they all serve, or says they do not (409
-`reload-inconsistent`: the store changed while they loaded it, or a worker did not answer), and
-`/readyz` warns for as long as the workers disagree (`disagreement`), and while a worker's last
-reload was refused (`refused_reload`: it serves the store it had).
+`reload-inconsistent`: the store changed while they loaded it, or a worker did not answer).
+`/readyz` answers 503 for as long as the workers disagree (`disagreement`), and warns while a
+worker's last reload was refused (`refused_reload`: it serves the store it had).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def refused_reload(process: WorkerProcess) -> list[str]:
 
 
 def disagreement(process: WorkerProcess) -> str | None:
-    """For `/readyz`: a warning while the workers serve different store states, else None."""
+    """For `/readyz` (503 with it): why, while the workers serve different store states."""
     held = {e.store for e in process.roster().values()}
     if len(held) <= 1:
         return None

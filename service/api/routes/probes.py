@@ -37,17 +37,20 @@ def healthz() -> HealthResponse:
 )
 def readyz(worker: WorkerDep) -> HealthResponse:
     """200 once the store is loaded, the tokenizers TOKSVC_PRELOAD names are built, and this
-    worker serves (with a warning while the workers serve different store states, and with the
-    `failures` of a refused last reload while the store before it serves); 503 (problem, with
-    `Retry-After` and the files that failed) before that."""
+    worker serves (with the `failures` of a refused last reload while the store before it
+    serves); 503 (problem, with `Retry-After` and the files that failed) before that, and while
+    the workers serve different store states."""
     registry = worker.registry
     if registry is None or not registry.complete:
         failures = [str(f) for f in registry.failures] if registry is not None else []
         serving = registry is not None and len(registry) > 0
         raise NotReadyError(failures, serving=serving)
+    disagreement = store_state.disagreement(worker.process)
+    if disagreement:  # two workers could answer one request differently
+        raise NotReadyError([disagreement], serving=True, reason=disagreement)
     native = native_missing_warning()  # ready, but slow: say so where operators look
     refused = store_state.refused_reload(worker.process)
-    warnings = [w for w in (native, store_state.disagreement(worker.process)) if w]
+    warnings = [native] if native else []
     if refused:
         warnings.append(f"{REFUSED}: {refused[0]}")
     workers, loaded = lifecycle.workers_loaded(worker)

@@ -38,7 +38,7 @@ def test_the_roster_keeps_what_each_worker_serves(tmp_path: Path) -> None:
     assert process.loaded() == 1 and list(process.roster()) == [1]
 
 
-def test_readyz_warns_while_the_workers_disagree(tmp_path: Path) -> None:
+def test_the_workers_disagreement_is_named(tmp_path: Path) -> None:
     process = WorkerProcess(state_dir=str(tmp_path), workers=2)
     process.mark_loaded(1, A)
     process.mark_loaded(2, A)
