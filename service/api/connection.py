@@ -1,5 +1,7 @@
 """Per-connection limits that only the HTTP protocol layer can enforce, as uvicorn protocol classes.
 
+- **Parser refusals**: what uvicorn's parser refuses (a malformed request line or header) gets a
+  400 problem document, as every other error does, where uvicorn writes plain text.
 - **Header size**: the request line and headers of one request may take at most
   TOKSVC_MAX_HEADER_BYTES; past that the client gets 431 and the connection closes (uvicorn's
   httptools parser has no such limit: a 300 MB header was read whole).
@@ -29,12 +31,14 @@ import logging
 from typing import Any
 
 import httptools
+import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame
 
-from service.api import problems
+from service.api import problems, request_ids
 from service.api.process.handoff import received
+from service.api.wire.info import ProblemResponse
 from service.settings import Settings
 
 log = logging.getLogger("toksvc")
@@ -164,10 +168,12 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
             raise _HeadTooLargeError  # the parser stops; uvicorn calls send_400_response
 
     def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what its parser refuses (plain text there): a problem document."""
         if self._too_large:
             self._refuse_head()
-        else:
-            super().send_400_response(msg)
+        elif not self.transport.is_closing():
+            detail = f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})"
+            self._refuse(b"400 Bad Request", problems.for_http(400, detail))
 
     def on_headers_complete(self) -> None:
         self._reading_head = False
@@ -201,11 +207,19 @@ class GuardedHttpProtocol(_WriteDeadline, HttpToolsProtocol):
             return
         limit = _settings().max_header_bytes
         detail = f"the request line and headers exceed the limit of {limit} bytes"
-        body = problems.encode(problems.for_http(431, detail, limit=limit))
+        self._refuse(
+            b"431 Request Header Fields Too Large", problems.for_http(431, detail, limit=limit)
+        )
+
+    def _refuse(self, status: bytes, problem: ProblemResponse) -> None:
+        """Answer a request the parser could not take with `problem` (its own request id: no
+        request was read to take one from), and close."""
+        rid = request_ids.of(())
+        body = problems.encode(msgspec.structs.replace(problem, request_id=rid))
         self.transport.write(
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-            b"content-type: " + problems.PROBLEM_JSON.encode() + b"\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            b"HTTP/1.1 %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n"
+            b"x-request-id: %s\r\nconnection: close\r\n\r\n%s"
+            % (status, problems.PROBLEM_JSON.encode(), len(body), rid.encode(), body)
         )
         self.transport.close()
 

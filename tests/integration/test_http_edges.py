@@ -5,6 +5,7 @@ returns text or ids."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -96,3 +97,28 @@ def test_head_on_a_route_without_get_is_405(server: Server) -> None:
     r = httpx.head(f"{server.base}{T}/encode", timeout=10)
     assert r.status_code == 405 and r.content == b""
     assert r.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GARBAGE\r\n\r\n",  # no method, path or version
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n",  # a space in a header name
+        b"POST /v1/tokenizers/gpt2/count HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
+def test_what_the_parser_refuses_gets_a_problem_document(
+    server: Server, request_head: bytes
+) -> None:
+    reply = response_of(connect(server.port, request_head))
+    head, _, body = reply.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"HTTP/1.1 400 Bad Request", reply[:200]
+    headers = dict(line.lower().split(b": ", 1) for line in lines[1:])
+    assert headers[b"content-type"] == b"application/problem+json"
+    problem = json.loads(body)
+    assert problem["status"] == 400 and problem["type"] == "/problems/invalid-body"
+    assert problem["detail"].startswith("the request is not valid HTTP/1.1")
+    assert problem["request_id"] == headers[b"x-request-id"].decode()
+    assert httpx.get(f"{server.base}/healthz").status_code == 200
