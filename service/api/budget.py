@@ -8,9 +8,9 @@
   instead of holding its slot and buffers with `send()` blocked forever. The connection layer
   (`service.api.connection`) aborts any connection whose client reads nothing for
   TOKSVC_WRITE_SECONDS, which frees the buffered output.
-- The worker's large-request slots are one budget for every route (`RequestBudget`), and work
-  over `INLINE_WORK_BYTES` of estimated cost leaves the event loop with a deadline and a stop
-  (`run_work`).
+- The worker's large-request slots are one budget for every route (`RequestBudget`), taken by a
+  large body or a large answer (`check_output`), and work over `INLINE_WORK_BYTES` of estimated
+  cost leaves the event loop with a deadline and a stop (`run_work`).
 """
 
 from __future__ import annotations
@@ -98,6 +98,17 @@ async def _gone(receive: Receive) -> None:
 
 
 def check_output(settings: Settings, n_bytes: int, what: str = "decoded bytes per request") -> None:
+    """An answer of `n_bytes`, sized before it is built: past TOKSVC_MAX_OUTPUT_BYTES a 413; past
+    TOKSVC_LARGE_REQUEST_BYTES it takes a large-request slot for the rest of its request, as a
+    large body does (503 `too-many-large-requests` if none is free): small bodies with large
+    answers (a 900 KB decode makes 16 MB) are bounded as large bodies are."""
+    _within_limit(settings, n_bytes, what)
+    work = _WORK.get()
+    if work is not None and n_bytes > settings.large_request_bytes:
+        work.hold_slot()
+
+
+def _within_limit(settings: Settings, n_bytes: int, what: str) -> None:
     if n_bytes > settings.max_output_bytes:
         raise LimitExceededError(what, settings.max_output_bytes, n_bytes)
 
@@ -120,7 +131,8 @@ class StreamBudget:
             raise LimitExceededError("ids per stream", self.max_ids)
 
     def check_output(self, n_bytes: int) -> None:
-        check_output(self.settings, n_bytes, "decoded bytes per stream message")
+        """A message's limit (its slot is the session's, taken for the message only)."""
+        _within_limit(self.settings, n_bytes, "decoded bytes per stream message")
 
     def seconds_left(self) -> float:
         left = self.deadline - time.monotonic()
@@ -171,27 +183,41 @@ async def send_within(
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _RequestWork:
     """What `run_work` needs to know of the request it works for: its worker (settings, stop)
     and the client's `receive`, which, once the body has been read, answers only when the client
-    has gone (or the response is complete)."""
+    has gone (or the response is complete); and the large-request slot it holds, if any (taken
+    for its body or for its answer, given back once the answer is sent)."""
 
     worker: Worker
     receive: Receive
+    release: Callable[[], None] | None = None
+
+    def hold_slot(self) -> None:
+        """Take a large-request slot for this request, unless it holds one (or raise 503)."""
+        if self.release is None:
+            self.release = self.worker.large_requests.acquire()
+
+    def give_back(self) -> None:
+        if self.release is not None:
+            self.release()
+            self.release = None
 
 
 _WORK: ContextVar[_RequestWork | None] = ContextVar("toksvc_request_work", default=None)
 
 
 @contextlib.contextmanager
-def working_for(worker: Worker, receive: Receive) -> Iterator[None]:
+def working_for(worker: Worker, receive: Receive) -> Iterator[_RequestWork]:
     """Within it, `run_work` works for this request: its worker's deadline and stop, and its
-    client's departure (`receive`) stop the work."""
-    token = _WORK.set(_RequestWork(worker, receive))
+    client's departure (`receive`) stop the work; the slot it takes is given back at its end."""
+    work = _RequestWork(worker, receive)
+    token = _WORK.set(work)
     try:
-        yield
+        yield work
     finally:
+        work.give_back()
         _WORK.reset(token)
 
 
@@ -216,46 +242,33 @@ class RequestBudget(ASGIMiddleware):
             size = announced_size(scope)
         except ValueError as bad:
             return await problems.send_raw(send, problems.invalid_body(str(bad)))
-        with working_for(worker, receive):
+        with working_for(worker, receive) as work:
             if size is None:  # chunked: counted as it is read
-                body = _CountedBody(receive, worker)
+                return await next_app(scope, _CountedBody(receive, work), send)
+            if size > worker.settings.large_request_bytes:
                 try:
-                    return await next_app(scope, body, send)
-                finally:
-                    body.release()
-            if size <= worker.settings.large_request_bytes:
-                return await next_app(scope, receive, send)
-            try:
-                release = worker.large_requests.acquire()
-            except TooManyLargeRequestsError as busy:
-                return await problems.send_raw(send, problems.for_error(busy))
-            try:
-                await next_app(scope, receive, send)
-            finally:
-                release()
+                    work.hold_slot()
+                except TooManyLargeRequestsError as busy:
+                    return await problems.send_raw(send, problems.for_error(busy))
+            await next_app(scope, receive, send)
 
 
 class _CountedBody:
     """A chunked body's `receive`: takes a large-request slot once the bytes read pass the
     threshold (TooManyLargeRequestsError from the read if none is free: the handler's problem)."""
 
-    def __init__(self, receive: Receive, worker: Worker) -> None:
+    def __init__(self, receive: Receive, work: _RequestWork) -> None:
         self._receive = receive
-        self._worker = worker
+        self._work = work
         self._read = 0
-        self.release: Callable[[], None] = _nothing
 
     async def __call__(self) -> ReceiveMessage:
         message = await self._receive()
-        if message["type"] == "http.request" and self.release is _nothing:
+        if message["type"] == "http.request" and self._work.release is None:
             self._read += len(message.get("body", b""))
-            if self._read > self._worker.settings.large_request_bytes:
-                self.release = self._worker.large_requests.acquire()
+            if self._read > self._work.worker.settings.large_request_bytes:
+                self._work.hold_slot()
         return message
-
-
-def _nothing() -> None:
-    pass
 
 
 def announced_size(scope: Scope) -> int | None:

@@ -7,6 +7,7 @@ to routes through typed dependencies (`service.api.dependencies`), never read fr
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -59,19 +60,22 @@ class Slots:
         self.limit = limit
         self.busy = 0
         self._refused = refused
+        self._lock = threading.Lock()  # a request's work in a thread may take one (its answer's)
 
     def acquire(self) -> Callable[[], None]:
         """Take a slot now (or raise); the returned function gives it back, once."""
-        if self.busy >= self.limit:
-            raise self._refused()
-        self.busy += 1
+        with self._lock:
+            if self.busy >= self.limit:
+                raise self._refused()
+            self.busy += 1
         released = False
 
         def release() -> None:
             nonlocal released
-            if not released:
-                released = True
-                self.busy -= 1
+            with self._lock:
+                if not released:
+                    released = True
+                    self.busy -= 1
 
         return release
 

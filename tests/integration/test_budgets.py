@@ -338,6 +338,41 @@ def test_the_large_request_budget_covers_every_route(limited: Server) -> None:
     assert big.startswith(b"HTTP/1.1 200"), big[:300]  # the slot is free again
 
 
+def test_small_bodies_with_large_answers_take_large_slots(limited: Server) -> None:
+    """The answer is sized, not the body: while a large body holds the worker's only large slot,
+    a decode, an encode with pieces and offsets and a chunk whose answers pass the threshold
+    (2 MB here) from bodies of 0.1-0.3 MB get 503 at once; a small answer is served. (64 unread
+    16.7 MB decode answers from 0.9 MB bodies took a worker to 1.5 GB.)"""
+    spaces = one_id(limited, " " * 128)
+    large = [
+        ("decode", {"ids": [spaces] * 20_000}),  # 2.6 MB of text
+        ("encode", {"text": "xy " * 120_000, "pieces": True, "offsets": "utf16"}),  # 2.6 MB
+        ("chunk", {"text": "a " * 45_000, "max_tokens": 2, "overlap": 1}),
+    ]
+
+    def post(op: str, body: Any) -> httpx.Response:
+        return httpx.post(f"{limited.base}{T}/{op}", json=body, timeout=30)
+
+    first = raw_request(limited.port, large_head(f"{T}/count", 3_000_000), b'{"text": "')
+    try:
+        time.sleep(0.3)  # the first request holds the slot before the others arrive
+        for op, body in large:
+            r = post(op, body)
+            assert r.status_code == 503, (op, r.status_code, r.text[:200])
+            assert r.json()["type"] == "/problems/too-many-large-requests"
+        assert post("decode", {"ids": [spaces] * 100}).status_code == 200
+        first.sendall(b"a" * (3_000_000 - 12) + b'"}')
+        assert read_until_closed_or_response(first).startswith(b"HTTP/1.1 200")
+    finally:
+        first.close()
+    sizes = []
+    for op, body in large:  # the slot is free again: each is served, and gives it back
+        r = post(op, body)
+        assert r.status_code == 200, (op, r.text[:200])
+        sizes.append(len(r.content))
+    assert min(sizes) > 2_000_000, sizes
+
+
 def read_until_closed_or_response(sock: socket.socket) -> bytes:
     data = b""
     while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):

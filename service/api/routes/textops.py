@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from litestar.params import JSONBody
 
-from service.api.budget import run_work
+from service.api.budget import check_output, run_work
 from service.api.dependencies import TokenizerDep, WorkerDep
 from service.api.openapi import json_post
 from service.api.routes.catalog import ref_of
@@ -60,6 +60,8 @@ async def chunk(
             tokenizer.tokenizer, data.text, data.max_tokens, data.overlap, d, max_bytes=limit
         ),
     )
+    # held to the limit as it was cut; a large answer takes a large-request slot as it is sent
+    check_output(worker.settings, sum(budgets.CHUNK_BYTES + len(c.text) for c in cuts))
     return wire.ChunkResponse(
         chunks=[wire.ChunkOut(text=c.text, start=c.start, end=c.end, count=c.count) for c in cuts],
         tokenizer=ref_of(tokenizer),
