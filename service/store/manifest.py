@@ -16,6 +16,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.errors import FormatError, ManifestError, StoreError
+from service.store.formats.surrogates import lone_surrogate
 from service.store.formats.tokenizer import Name, TokenizerFile, Version, dumps, parse
 from service.store.reading import MAX_MANIFEST_BYTES, read_hashed
 from service.store.validation import validate
@@ -137,8 +138,17 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
     The file is checked exactly as the loader will check it (parsed back and validated) before
     anything is written, so the store never holds a file that would not load.
     """
-    data = dumps(tf)
     where = str(store / LAYOUTS["tokenizers"].format(tf.name, tf.version))
+    try:
+        data = dumps(tf)
+    except UnicodeEncodeError:  # a lone surrogate: command-line bytes not in UTF-8 become one
+        at = lone_surrogate(msgspec.to_builtins(tf)) or "file"
+        raise FormatError(
+            where,
+            at,
+            "a lone surrogate is no Unicode scalar value and cannot be written as UTF-8 "
+            "(text given on the command line must be UTF-8)",
+        ) from None
     try:
         parsed = parse(data)
     except msgspec.MsgspecError as exc:

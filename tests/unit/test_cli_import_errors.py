@@ -1,0 +1,163 @@
+"""`toksvc import` and `train` fail as one line and a non-zero exit, never a traceback, and write
+nothing: on a source file whose text holds a lone surrogate (a `\\ud800` escape), and on
+command-line text that is not UTF-8 (Python reads its bytes as lone surrogates)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.cli import main
+from service.store.importers.gpt2 import gpt2_byte_alphabet
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line(code: int, out: str, err: str, *named: str) -> None:
+    assert code == 1 and out == "", (code, out, err)
+    assert err.startswith("toksvc: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and all(n in err for n in named), err
+
+
+def byte_level_doc(vocab_extra: dict[str, int], added: list[dict[str, Any]]) -> dict[str, Any]:
+    """A byte-level tokenizer.json: the 256 bytes spelled in GPT-2's alphabet, then more."""
+    spell = {b: c for c, b in gpt2_byte_alphabet().items()}
+    return {
+        "added_tokens": added,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "vocab": {spell[b]: b for b in range(256)} | vocab_extra,
+                  "merges": []},
+    }  # fmt: skip
+
+
+def added(content: str) -> dict[str, Any]:
+    return {"id": 256, "content": content, "single_word": False, "lstrip": False,
+            "rstrip": False, "normalized": False, "special": True}  # fmt: skip
+
+
+def tekken_doc(specials: list[str]) -> dict[str, Any]:
+    return {
+        "config": {"pattern": ".", "default_num_special_tokens": len(specials),
+                   "default_vocab_size": len(specials) + 256, "version": "v11"},
+        "vocab": [{"rank": b, "token_bytes": base64.b64encode(bytes([b])).decode()}
+                  for b in range(256)],
+        "special_tokens": [{"rank": k, "token_str": s} for k, s in enumerate(specials)],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "doc", "where"),
+    [
+        ("hf", byte_level_doc({"\ud800x": 256}, []), "model.vocab: the key '\\ud800x'"),
+        ("hf", byte_level_doc({"<x>": 256}, [added("\udc80")]), "added_tokens[0].content"),
+        ("tekken", tekken_doc(["<s>", "\ud800", "</s>"]), "special_tokens[1].token_str"),
+    ],
+)
+@pytest.mark.parametrize("escaped", [True, False])
+def test_a_lone_surrogate_in_a_source_file_is_one_line_naming_where(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    kind: str,
+    doc: Any,
+    where: str,
+    escaped: bool,
+) -> None:
+    """As a `\\u` escape, or as the three bytes UTF-8 would spell it with (which `json` reads)."""
+    source = tmp_path / "source.json"
+    if escaped:
+        source.write_text(json.dumps(doc), "ascii")
+        assert "\\ud" in source.read_text("ascii")
+    else:
+        source.write_bytes(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        assert b"\\ud" not in source.read_bytes()
+    store = tmp_path / "store"
+    code, out, err = run(
+        capsys, "import", kind, str(source), "--name", "t", "--version", "1", "--store", str(store)
+    )
+    assert_one_line(code, out, err, str(source), where, "lone surrogate")
+    assert not store.exists()
+
+
+def test_a_surrogate_pair_escape_is_a_character_and_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "tokenizer.json"
+    source.write_text(
+        json.dumps(byte_level_doc({"\U0001f600": 256}, [added("\U0001f600")])), "ascii"
+    )
+    assert "\\ud83d\\ude00" in source.read_text("ascii")
+    store = tmp_path / "store"
+    code, out, err = run(
+        capsys, "import", "hf", str(source), "--name", "t", "--version", "1", "--store", str(store)
+    )
+    assert code == 0 and "t/1.json" in out, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "where"),
+    [
+        (["--special", "<\udcff>"], "special_tokens: the key '<\\udcff>'"),
+        (["--description", "caf\udce9"], "metadata.description"),
+    ],
+)
+def test_command_line_text_that_is_not_utf8_is_one_line_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], where: str
+) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world " * 50, "utf-8")
+    store = tmp_path / "store"
+    code, _, err = run(
+        capsys,
+        "train",
+        str(corpus),
+        "--vocab-size",
+        "260",
+        "--name",
+        "t",
+        "--version",
+        "1",
+        "--store",
+        str(store),
+        *flags,
+    )
+    err = err[err.index("toksvc: error: ") :]  # after the progress bar
+    assert_one_line(code, "", err, str(store / "t" / "1.json"), where, "must be UTF-8")
+    assert not store.exists()
+
+
+def test_a_profile_name_that_is_not_utf8_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "tokenizer.json"
+    source.write_text(json.dumps(byte_level_doc({}, [])), "utf-8")
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": "{{ 1 }}", "model_max_length": 100}), "utf-8")
+    store = tmp_path / "store"
+    code, out, err = run(
+        capsys,
+        "import",
+        "hf",
+        str(source),
+        "--name",
+        "t",
+        "--version",
+        "1",
+        "--chat-config",
+        str(config),
+        "--model",
+        "m\udcff",
+        "--store",
+        str(store),
+    )
+    assert_one_line(code, out, err, str(config), "name: a lone surrogate")
+    assert not store.exists()
