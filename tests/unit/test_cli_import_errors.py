@@ -1,11 +1,14 @@
-"""`toksvc import` and `train` fail as one line and a non-zero exit, never a traceback, and write
-nothing: on a source file whose text holds a lone surrogate (a `\\ud800` escape), and on
-command-line text that is not UTF-8 (Python reads its bytes as lone surrogates)."""
+"""`toksvc import` and `train` fail as one line and a non-zero exit, never a traceback, and leave
+the store as it was: on a source file whose text holds a lone surrogate (a `\\ud800` escape), on
+command-line text that is not UTF-8 (Python reads its bytes as lone surrogates), on a store that
+cannot be written (read-only, or a file where a folder should be) and on a full disk (a real
+ENOSPC: a temporary file the import writes is /dev/full)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +164,100 @@ def test_a_profile_name_that_is_not_utf8_is_one_line_and_writes_nothing(
     )
     assert_one_line(code, out, err, str(config), "name: a lone surrogate")
     assert not store.exists()
+
+
+def import_hf(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, store: Path, name: str, version: str
+) -> tuple[int, str, str]:
+    source = tmp_path / "tokenizer.json"
+    source.write_text(json.dumps(byte_level_doc({}, [])), "utf-8")
+    return run(
+        capsys, "import", "hf", str(source), "--name", name, "--version", version,
+        "--store", str(store),
+    )  # fmt: skip
+
+
+def tree(store: Path) -> dict[str, bytes | None]:
+    """Every path under `store` (None: a folder), with the bytes of each regular file."""
+    if not store.exists():
+        return {}
+    return {
+        str(p.relative_to(store)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(store.rglob("*"))
+        if not p.is_symlink()
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "full", "named"),
+    [("u", ".manifest.json.tmp", "manifest.json"), ("t", "t/.1.json.tmp", "t/1.json")],
+    ids=["the manifest, after a new name's folder and file", "the tokenizer file"],
+)
+def test_a_full_disk_is_one_line_and_leaves_the_store_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, full: str, named: str
+) -> None:
+    """The temporary file the import writes (`full`) is a link to /dev/full, where every write
+    fails with ENOSPC, as on a full disk. Before, the import ended in a traceback and left the
+    new name's folder behind, with a file the manifest does not list."""
+    assert Path("/dev/full").is_char_device(), "this test needs /dev/full (Linux)"
+    store = tmp_path / "store"
+    assert import_hf(capsys, tmp_path, store, "t", "0")[0] == 0
+    before = tree(store)
+    (store / full).symlink_to("/dev/full")
+    code, out, err = import_hf(capsys, tmp_path, store, name, "1")
+    assert_one_line(code, out, err, f"{store / named}: cannot be written (No space left on device)")
+    assert not os.path.lexists(store / full)
+    assert tree(store) == before
+    code, out, _ = run(capsys, "verify", "--store", str(store))
+    assert code == 0 and "1 tokenizers" in out
+
+
+def chmod_stops_writes(folder: Path) -> bool:
+    """Whether this process is refused a file in a folder without write permission (root is
+    not, unless it runs without CAP_DAC_OVERRIDE)."""
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        (folder / "x").write_text("")
+    except PermissionError:
+        return True
+    finally:
+        folder.chmod(0o755)
+    assert os.geteuid() == 0, "a folder without write permission took a file"
+    return False
+
+
+@pytest.mark.parametrize("how", ["read-only", "a file above it", "a file for its folder"])
+def test_an_unwritable_store_is_one_line_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """Read-only: a folder without write permission; root (euid 0 with CAP_DAC_OVERRIDE) writes
+    there anyway, so then the store is under /sys, where the kernel lets no one make a folder."""
+    store = tmp_path / "store"
+    folders: list[Path] = []
+    if how == "read-only" and not chmod_stops_writes(tmp_path / "probe"):
+        assert Path("/sys").is_dir(), "as root this test needs /sys"
+        store = Path("/sys") / f"toksvc-test-{os.getpid()}"
+        expected = "Operation not permitted"
+    elif how == "read-only":
+        assert import_hf(capsys, tmp_path, store, "t", "0")[0] == 0
+        folders = [store, store / "t"]
+        expected = "Permission denied"
+    elif how == "a file above it":
+        (tmp_path / "file").write_text("")
+        store = tmp_path / "file" / "store"
+        expected = "Not a directory"
+    else:
+        store.mkdir()
+        (store / "t").write_text("")
+        expected = "Not a directory"
+    before = tree(store)
+    for folder in folders:
+        folder.chmod(0o555)
+    try:
+        code, out, err = import_hf(capsys, tmp_path, store, "t", "1")
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+    assert_one_line(code, out, err, str(store / "t" / "1.json"), "cannot be written", expected)
+    assert tree(store) == before
