@@ -2,7 +2,8 @@
 the store as it was: on a source file whose text holds a lone surrogate (a `\\ud800` escape), on
 command-line text that is not UTF-8 (Python reads its bytes as lone surrogates), on a store that
 cannot be written (read-only, or a file where a folder should be) and on a full disk (a real
-ENOSPC: a temporary file the import writes is /dev/full)."""
+ENOSPC: a temporary file the import writes is /dev/full). A special or added token of 5,000
+characters imports, verifies and counts (its trie once raised RecursionError from ~500)."""
 
 from __future__ import annotations
 
@@ -261,3 +262,35 @@ def test_an_unwritable_store_is_one_line_and_left_as_it_was(
             folder.chmod(0o755)
     assert_one_line(code, out, err, str(store / "t" / "1.json"), "cannot be written", expected)
     assert tree(store) == before
+
+
+def test_special_and_added_tokens_of_5000_characters_import_verify_and_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_added, long_special = "<" + "a" * 5000 + ">", "<|" + "s" * 5000 + "|>"
+    doc = byte_level_doc(
+        {long_added: 256, long_special: 257},
+        [added(long_added) | {"special": False}, added(long_special) | {"id": 257}],
+    )
+    source = tmp_path / "tokenizer.json"
+    source.write_text(json.dumps(doc), "utf-8")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world " * 50, "utf-8")
+    store = str(tmp_path / "store")
+    for args in (
+        ["import", "hf", str(source), "--name", "t", "--version", "1"],
+        ["train", str(corpus), "--vocab-size", "260", "--name", "s", "--version", "1",
+         "--special", long_special],
+    ):  # fmt: skip
+        code, _, err = run(capsys, *args, "--store", store)
+        assert code == 0, err
+    code, out, err = run(capsys, "verify", "--store", store)
+    assert code == 0 and "Traceback" not in err, err
+    assert "ok    s@1 " in out and "ok    t@1 " in out
+    assert "2 tokenizers, 0 models, 0 price files loaded, 0 failed" in out
+    for name, token in (("t", long_added), ("t", long_special), ("s", long_special)):
+        text = f"x{token}y"
+        code, out, err = run(
+            capsys, "count", name, text, "--allowed-special", "all", "--store", store
+        )
+        assert (code, out) == (0, "3\n"), err
