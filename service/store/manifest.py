@@ -7,7 +7,6 @@ A file's hash lives here and never inside the file it covers. Each entry's path 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,9 +15,11 @@ import msgspec
 from msgspec import Meta, Struct
 
 from service.errors import FormatError, ManifestError, StoreError
+from service.store.formats.surrogates import lone_surrogate
 from service.store.formats.tokenizer import Name, TokenizerFile, Version, dumps, parse
 from service.store.reading import MAX_MANIFEST_BYTES, read_hashed
 from service.store.validation import validate
+from service.store.writing import write_files
 
 MANIFEST = "manifest.json"
 Sha256 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
@@ -137,8 +138,17 @@ def add_to_store(store: Path, tf: TokenizerFile, *, default: bool = True) -> Man
     The file is checked exactly as the loader will check it (parsed back and validated) before
     anything is written, so the store never holds a file that would not load.
     """
-    data = dumps(tf)
     where = str(store / LAYOUTS["tokenizers"].format(tf.name, tf.version))
+    try:
+        data = dumps(tf)
+    except UnicodeEncodeError:  # a lone surrogate: command-line bytes not in UTF-8 become one
+        at = lone_surrogate(msgspec.to_builtins(tf)) or "file"
+        raise FormatError(
+            where,
+            at,
+            "a lone surrogate is no Unicode scalar value and cannot be written as UTF-8 "
+            "(text given on the command line must be UTF-8)",
+        ) from None
     try:
         parsed = parse(data)
     except msgspec.MsgspecError as exc:
@@ -152,8 +162,9 @@ def add_entry(
 ) -> ManifestEntry:
     """Write a checked file of `kind` and its manifest entry, pinned by its sha256 (replacing an
     entry of the same version). The first version of a name is always its default; `default`
-    makes a later one the default. Both files are written to a temporary name and renamed, so a
-    reader never sees half a file."""
+    makes a later one the default. Both files are written to temporary names, then renamed
+    (`service.store.writing`): a reader never sees half a file, and a failed write (a read-only
+    store, a full disk) is a StoreError that leaves the store as it was."""
     manifest = read_manifest(store) if (store / MANIFEST).exists() else Manifest()
     current: list[ManifestEntry] = getattr(manifest, kind)
     others = [e for e in current if (e.name, e.version) != (name, version)]
@@ -169,13 +180,6 @@ def add_entry(
     entries = sorted([*others, entry], key=lambda e: (e.name, e.version))
     new_manifest = msgspec.structs.replace(manifest, **{kind: entries})
     check_manifest(new_manifest, str(store / MANIFEST))
-    _write_atomic(store / entry.path, data)
-    _write_atomic(store / MANIFEST, msgspec.json.format(msgspec.json.encode(new_manifest)) + b"\n")
+    manifest_data = msgspec.json.format(msgspec.json.encode(new_manifest)) + b"\n"
+    write_files([(store / entry.path, data), (store / MANIFEST, manifest_data)])
     return entry
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

@@ -27,6 +27,7 @@ from service.store.formats.model import (
     ModelMetadata,
     parse_model,
 )
+from service.store.formats.surrogates import lone_surrogate
 from service.store.importers.sources import read_json, source_note
 
 MAX_WINDOW = 1 << 24  # a `model_max_length` above this is transformers' "no limit"
@@ -49,7 +50,7 @@ class ChatNaming:
 def profile_from_config(path: Path, naming: ChatNaming, literals: Collection[str]) -> bytes:
     """The profile's bytes, checked as the loader checks them; `literals`: the tokenizer's
     special and added tokens. StoreError naming the file and the field otherwise."""
-    config = read_json(path)
+    config = read_json(path, text_checked=False)  # only chat_template is kept: checked below
     if not isinstance(config, dict):
         raise StoreError(str(path), "is not a tokenizer_config.json (not a JSON object)")
     template = config.get("chat_template")
@@ -92,7 +93,15 @@ def profile_from_config(path: Path, naming: ChatNaming, literals: Collection[str
         images=images,
         metadata=metadata,
     )
-    data = msgspec.json.format(msgspec.json.encode(profile)) + b"\n"
+    try:
+        data = msgspec.json.format(msgspec.json.encode(profile)) + b"\n"
+    except UnicodeEncodeError:  # command-line bytes not in UTF-8 become a lone surrogate
+        at = lone_surrogate(msgspec.to_builtins(profile)) or "the profile"
+        raise StoreError(
+            str(path),
+            f"{at}: a lone surrogate is no Unicode scalar value and cannot be written as UTF-8 "
+            "(text given on the command line must be UTF-8)",
+        ) from None
     parse_model(data, str(path))  # what the loader will check
     return data
 

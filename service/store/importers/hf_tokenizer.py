@@ -123,7 +123,9 @@ def _check_tiktoken_merges(
 ) -> None:
     """`ignore_merges` is the ranks rule when the merges are a tiktoken vocabulary's: in the
     order of the ids they make, and every split of a token into two tokens listed (what the
-    reference's converter writes). Anything else is refused rather than served differently."""
+    reference's converter writes). Anything else is refused rather than served differently. A
+    token is sliced only where both parts have the length of a token (linear in its length;
+    slicing it at every cut was quadratic)."""
     listed = set(merges)
     previous = -1
     for i, (a, b) in enumerate(merges):
@@ -135,8 +137,12 @@ def _check_tiktoken_merges(
                 "ignore_merges on a tiktoken-converted file",
             )
         previous = made
+    lengths = {len(token) for token in vocab}
     for token in vocab:
-        for i in range(1, len(token)):
+        n = len(token)
+        for i in range(1, n):
+            if i not in lengths or n - i not in lengths:
+                continue
             if token[:i] in vocab and token[i:] in vocab and (token[:i], token[i:]) not in listed:
                 refuse(
                     "model.merges",

@@ -5,6 +5,7 @@ an importer finds in them (`Found`), and the tokenizer file it becomes once the 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +15,11 @@ import msgspec
 
 from service.bpe import Normalization, Rule
 from service.errors import StoreError
+from service.store.formats.surrogates import lone_surrogate
 from service.store.formats.tokenizer import Metadata, TokenizerFile
 from service.store.manifest import sha256_hex
+
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +84,34 @@ def read_source(path: Path) -> bytes:
         raise StoreError(str(path), f"cannot be read ({exc.strerror})") from None
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, *, text_checked: bool = True) -> Any:
+    """The parsed JSON file. `text_checked`: a string (a key or a value) that holds a lone
+    surrogate (a `\\ud800` escape with no other half) is refused, naming where it is: it would
+    become a token or a text of a tokenizer file, which is UTF-8 (a config whose one kept string
+    is checked on its own passes False)."""
+    data = read_source(path)
     try:
-        return json.loads(read_source(path))
+        doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise StoreError(str(path), f"is not valid JSON: {exc}") from None
     except RecursionError:
         raise StoreError(str(path), "is not valid JSON: nested too deeply") from None
+    if text_checked and _may_hold_surrogates(data) and (at := lone_surrogate(doc)) is not None:
+        raise StoreError(
+            str(path),
+            f"{at}: a lone surrogate (a \\u escape with no other half) is no Unicode scalar "
+            "value and cannot be written as UTF-8; fix or remove it",
+        )
+    return doc
+
+
+def _may_hold_surrogates(data: bytes) -> bool:
+    """Whether the JSON text can parse to a surrogate: a `\\uD8xx`..`\\uDFxx` escape, or one
+    written as UTF-8-like bytes (which `json` lets through), or a text not in UTF-8. A text
+    without any costs no walk of the parsed document (0.5 s for a 150,000-token file)."""
+    if json.detect_encoding(data) not in ("utf-8", "utf-8-sig"):
+        return True
+    return _SURROGATE_BYTES.search(data) is not None
 
 
 def source_note(*paths: Path) -> str:
