@@ -11,6 +11,8 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
+from service.store.formats.tokenizer import TokenizerFile
+from service.store.manifest import add_to_store
 from tests.support.testdata import vocab_file
 
 
@@ -81,6 +83,28 @@ def test_verify_fails_on_a_changed_byte(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "verify", "--store", str(store))
     assert code == 1
     assert f"FAIL  {target}" in out and "sha256" in out
+
+
+def test_verify_says_a_tokenizer_that_is_not_self_consistent_is_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Token 258 is "abc" (a + b, then + c), but the merges make b + c first, so "abc" encodes
+    to [97, 256]. Such a file is valid and exact: verify says what it is, not that it is wrong."""
+    store = tmp_path / "store"
+    for name, merges in [
+        ("odd", [(98, 99, 256), (97, 98, 257), (257, 99, 258)]),
+        ("fine", [(97, 98, 256), (256, 99, 257), (98, 99, 258)]),
+    ]:
+        tf = TokenizerFile(name=name, version="1", rule="pairs", pattern=None, merges=merges)
+        add_to_store(store, tf)
+    code, out, _ = run(capsys, "verify", "--store", str(store))
+    assert code == 0
+    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("ok ")}
+    assert lines["fine@1"].endswith("  self-consistent")
+    odd = lines["odd@1"]
+    assert "not self-consistent: some tokens are not what its merges make of their bytes" in odd
+    assert "(common in imported vocabularies; ids stay exact)" in odd
+    assert "NOT" not in out
 
 
 def test_encode_count_decode_use_stdin(
