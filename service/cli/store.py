@@ -4,13 +4,13 @@ verify, list."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 
 from service.bpe import train
 from service.bpe.engine.patterns import PATTERNS
 from service.cli import options as cli_options
+from service.cli.progress import MergeProgress
 from service.errors import ConfigError
 from service.store.formats import presets
 from service.store.formats.model import OpenAIEstimateChat
@@ -149,15 +149,16 @@ def _naming(args: argparse.Namespace) -> Naming:
 def _train(args: argparse.Namespace) -> None:
     store = cli_options.target(args)  # refuse before the work, not after
     texts = [cli_options.read_text(path, "corpus file") for path in args.corpus]
+    progress = MergeProgress()  # a bar on a terminal, plain lines in a log
     model = train(
         texts,
         args.vocab_size,
         presets.resolve_pattern(args.pattern),
         args.special,
         min_frequency=args.min_frequency,
-        progress=_progress_bar,
+        progress=progress,
     )
-    print(file=sys.stderr)
+    progress.finish()
     reached = 256 + len(model.merges)
     if reached < args.vocab_size:
         short = (
@@ -169,20 +170,6 @@ def _train(args: argparse.Namespace) -> None:
             raise ConfigError(f"{short}; nothing written (--strict-size)")
         cli_options.warn(short)
     _write(args, store, trained_file(model, args.corpus, _naming(args), args.normalization))
-
-
-def _progress_bar(done: int, total: int) -> None:
-    """Redraw at each whole percent (and at the end), so a long run writes ~100 updates."""
-    if done != total and done * 100 // max(total, 1) == (done - 1) * 100 // max(total, 1):
-        return
-    width = 40
-    filled = width * done // max(total, 1)
-    print(
-        f"\rmerges [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
 
 
 def _import(args: argparse.Namespace) -> None:

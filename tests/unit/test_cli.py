@@ -44,7 +44,7 @@ def test_train_import_verify_list(tmp_path: Path, capsys: pytest.CaptureFixture[
         store,
     )
     assert code == 0, err
-    assert "t/1.json" in out and "merges [" in err and "44/44" in err
+    assert "t/1.json" in out and "merges 44/44 (100%)" in err
     code, out, err = run(
         capsys,
         "import",
