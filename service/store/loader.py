@@ -157,4 +157,5 @@ def defer_entry(
         head.all_special_tokens,
         head.defined_ids,
         FirstUse(entry.ref, build_now, lock),
+        head.plain_added_tokens,
     )

@@ -29,6 +29,8 @@ class LoadedTokenizer(Loaded):
     special_tokens: dict[str, int]
     defined_ids: int  # ids defined, special tokens included (not tiktoken's n_vocab)
     built: FirstUse
+    # format v2's added tokens not marked special: matched whole whatever a call allows
+    added_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def tokenizer(self) -> Tokenizer:

@@ -150,6 +150,37 @@ def test_switching_model_changes_the_count_as_the_api_says(pg: Watched) -> None:
     expect(page.locator("#ch-role-1 option")).to_have_text(["system", "user", "assistant", "tool"])
 
 
+BAR, SP = "\uff5c", "\u2581"  # DeepSeek's fullwidth bar and SentencePiece's space mark
+# what each tokenizer's own literals look like in the default conversation's rendered prompt
+BOXED = {
+    "mistral-large-2411@1": ["<s>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"],
+    # DeepSeek's User and Assistant markers are added tokens, not special ones
+    "deepseek-v3@1": [
+        f"<{BAR}begin{SP}of{SP}sentence{BAR}>",
+        f"<{BAR}User{BAR}>",
+        f"<{BAR}Assistant{BAR}>",
+    ],
+    "qwen3@1": ["<|im_start|>", "<|im_end|>", "<|im_start|>", "<|im_end|>", "<|im_start|>"],
+}
+
+
+def test_the_rendered_prompt_boxes_the_tokenizer_s_own_special_and_added_tokens(
+    pg: Watched,
+) -> None:
+    page = pg.page
+    messages = [m for m in page_messages(page) if m["role"] != "assistant"]
+    while len(page_messages(page)) > len(messages):  # Mistral's formats want a user message last
+        page.get_by_role("button", name=f"Remove message {len(page_messages(page))}").click()
+    assert page_messages(page) == messages
+    page.locator("#ch-rendered summary").click()
+    for model, boxes in BOXED.items():
+        page.locator("#ch-model").select_option(model)
+        count = shown_count(pg, model, messages)
+        expect(page.locator("#ch-text")).to_have_text(count["text"])  # all of it, boxed or not
+        expect(page.locator("#ch-text .sp")).to_have_text(boxes)
+    expect(page.locator("#ch-textlen")).to_contain_text("special and added tokens boxed")
+
+
 def test_an_invalid_message_shows_the_api_detail(pg: Watched) -> None:
     page = pg.page
     pg.expected_statuses.add(422)

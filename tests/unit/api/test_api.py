@@ -45,6 +45,21 @@ def test_list_and_get_tokenizers(client: TestClient[Any], registry: Registry) ->
     assert client.get("/v1/tokenizers/bard@1").json()["default"] is False
 
 
+def test_a_tokenizer_lists_its_added_tokens_beside_its_special_ones(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    """DeepSeek's User marker is an added token, not a special one: every literal the tokenizer
+    matches whole is in one of the two lists, with the id it encodes to."""
+    deepseek = client.get("/v1/tokenizers/deepseek-v3").json()
+    assert deepseek["added_tokens"]["<\uff5cUser\uff5c>"] == 128803
+    assert deepseek["special_tokens"]["<\uff5cbegin\u2581of\u2581sentence\uff5c>"] == 0
+    assert not deepseek["added_tokens"].keys() & deepseek["special_tokens"].keys()
+    tok = registry.resolve("deepseek-v3").tokenizer
+    for literal, tid in deepseek["added_tokens"].items():
+        assert tok.encode(literal) == [tid]  # whole, with no special token allowed
+    assert client.get("/v1/tokenizers/cl100k_base").json()["added_tokens"] == {}
+
+
 def test_encode_single_and_batch(client: TestClient[Any], registry: Registry) -> None:
     tok = registry.resolve("o200k_base")
     r = client.post("/v1/tokenizers/o200k_base/encode", json={"text": "Hello, world"}).json()
