@@ -17,10 +17,13 @@ const METHOD = {
   "text": "Exact: a plain text",
 };
 const PREFERRED = ["gpt-4o", "gpt-4o-mini"];
+// Ends with a user message, counted with the reply started (add_generation_prompt: true): the one
+// ending every chat format accepts (Mistral's refuse an assistant message last unless continued).
 const START = [
   { role: "system", content: "You are a concise assistant. Answer in one sentence." },
   { role: "user", content: "How many tokens does this conversation cost, and why do models count differently?" },
   { role: "assistant", content: "Each model wraps every message in its own format tokens, so the same words cost a different number of tokens." },
+  { role: "user", content: "Which of them counts this conversation as the fewest tokens?" },
 ];
 
 let models = [], model = null, messages = START.map((m) => ({ ...m })), controller = null;
@@ -37,7 +40,7 @@ export async function init() {
   $("ch-messages").addEventListener("input", onEdit);
   $("ch-messages").addEventListener("change", onEdit);
   $("ch-messages").addEventListener("click", onButton);
-  for (const id of ["ch-outnone", "ch-outmax", "ch-outset"]) $(id).addEventListener("change", update);
+  for (const id of ["ch-outnone", "ch-outmax", "ch-outset", "ch-reply", "ch-continue"]) $(id).addEventListener("change", update);
   $("ch-outn").addEventListener("input", () => { $("ch-outset").checked = true; schedule(); });
   try {
     ({ models } = await call("/v1/models"));
@@ -210,7 +213,8 @@ function requestBody() {
   });
   const offered = tools.readTools();
   if (!offered.ok) bad.push("tools");
-  const body = { messages: wire };
+  // start the assistant's reply, or continue the last (assistant) message as it is
+  const body = { messages: wire, add_generation_prompt: !$("ch-continue").checked };
   if (offered.ok && offered.value !== undefined) body.tools = offered.value;
   return { body, bad };
 }
