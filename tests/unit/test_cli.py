@@ -299,13 +299,19 @@ def test_importer_failures_are_typed_and_name_file_and_field(
     assert code == 1 and "cannot be read" in err and "missing" in err, err
 
 
-def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text('{"messages": [{"role": "user", "content": "Hello"}]}')
     code, _, err = run(capsys, "encode", "gpt2", "a<|endoftext|>")
     assert code == 1 and "special token '<|endoftext|>'" in err
     code, _, err = run(capsys, "decode", "gpt2", "99999999")
     assert code == 1 and "unknown token id(s) 99999999" in err
     code, _, err = run(capsys, "count", "nope", "x")
     assert code == 1 and "available: " in err and "cl100k_base@1" in err
+    listed = err.split("available: ")[1].strip().split(", ")
+    assert {"cl100k_base", "gpt-4o", "gpt-4o@1"} <= set(listed)  # the plain names that work
+    code, _, err = run(capsys, "count-chat", "nope", str(chat))
+    assert code == 1 and {"gpt-4o", "gpt-4o@1"} <= set(err.split("available: ")[1].split(", "))
 
 
 def test_python_dash_m_service_runs() -> None:

@@ -127,7 +127,12 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     ] = None
     available: Annotated[
         list[str] | None,
-        doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
+        doc(
+            "unknown-tokenizer, unknown-model: every name that resolves, each `name@version` and "
+            "each plain name with a default version (a model's aliases too; unknown-tokenizer: "
+            "the tokenizers' and the models')",
+            ["cl100k_base", "cl100k_base@1", "gpt-4o", "gpt-4o@1", "gpt2", "gpt2@1"],
+        ),
     ] = None
     closest: Annotated[
         list[str] | None,

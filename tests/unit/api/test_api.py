@@ -193,6 +193,26 @@ def test_unknown_tokenizer_lists_what_exists(client: TestClient[Any]) -> None:
         problem(client.post(f"/v1/tokenizers/{path}/count", json={"text": "x"}), 404, "not-found")
 
 
+def test_an_unknown_name_lists_every_name_that_works_plain_ones_too(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    """`available` names what resolves: each `name@version`, each name with a default version
+    (`gpt2`, a model's `gpt-4o`) and each model alias; every one of them answers."""
+    tokenizers = problem(
+        client.post("/v1/tokenizers/nope/count", json={"text": "x"}), 404, "unknown-tokenizer"
+    )["available"]
+    models = problem(
+        client.post("/v1/models/nope/count", json={"messages": []}), 404, "unknown-model"
+    )["available"]
+    assert {"gpt2", "gpt2@1", "cl100k_base", "gpt-4o", "gpt-4o@1"} <= set(tokenizers)
+    assert {"gpt-4o", "gpt-4o@1", "mistral-large-2411"} <= set(models)
+    assert set(models) == set(registry.models.names) and set(models) < set(tokenizers)
+    for name in tokenizers:
+        assert client.get(f"/v1/tokenizers/{name}").status_code == 200, name
+    for name in models:
+        assert client.get(f"/v1/models/{name}").status_code == 200, name
+
+
 def test_limits_are_413(client: TestClient[Any]) -> None:
     problem(
         client.post("/v1/tokenizers/gpt2/count", json={"texts": ["a"] * 5}), 413, "limit-exceeded"
