@@ -21,7 +21,7 @@ from typing import Literal
 from service.bpe import Tokenizer
 from service.errors import TokenizerNotFoundError
 from service.settings import BUNDLED_STORE
-from service.store.loader import listed_refs, load_store
+from service.store.loader import listed_names, listed_refs, load_store
 from service.store.registry import LoadedTokenizer
 
 Allowed = Literal["all"] | Set[str]
@@ -133,7 +133,7 @@ def _load(name: str, stores: tuple[Path, ...]) -> Encoding:
     except TokenizerNotFoundError:
         if registry.failures:  # listed, but it did not load: say why
             raise registry.failures[0] from None
-        raise TokenizerNotFoundError(name, listed_refs(stores)) from None
+        raise TokenizerNotFoundError(name, listed_names(stores)) from None
 
 
 def _scalar_values(text: str) -> str:

@@ -189,7 +189,7 @@ EXAMPLES: dict[int, tuple[str, ProblemResponse]] = {
     401: ("no or a wrong bearer token", for_http(401, "a valid bearer token is required")),
     404: (
         "no such tokenizer",
-        for_error(e.TokenizerNotFoundError("cl100k", ["cl100k_base@1", "gpt2@1", "o200k_base@1"])),
+        for_error(e.TokenizerNotFoundError("cl100k", ["cl100k_base", "cl100k_base@1", "gpt2"])),
     ),
     408: ("a body that arrives too slowly", for_error(e.RequestTimeoutError(30))),
     413: (

@@ -74,7 +74,7 @@ def _registry(args: argparse.Namespace) -> Registry:
     """The asked model's tokenizer, loaded, with every model profile and price."""
     tables = model_tables(args)
     if args.model not in tables.names:
-        raise ModelNotFoundError(args.model, [m.ref for m in tables.models.values()])
+        raise ModelNotFoundError(args.model, tables.names)  # every name, alias and ref
     model = tables.models[tables.names[args.model]]
     registry = cli_options.load(args, only=model.tokenizer_ref.split("@")[0])
     registry.models = tables

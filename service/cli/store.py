@@ -4,13 +4,13 @@ verify, list."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 
 from service.bpe import train
 from service.bpe.engine.patterns import PATTERNS
 from service.cli import options as cli_options
+from service.cli.progress import MergeProgress
 from service.errors import ConfigError
 from service.store.formats import presets
 from service.store.formats.model import OpenAIEstimateChat
@@ -149,15 +149,16 @@ def _naming(args: argparse.Namespace) -> Naming:
 def _train(args: argparse.Namespace) -> None:
     store = cli_options.target(args)  # refuse before the work, not after
     texts = [cli_options.read_text(path, "corpus file") for path in args.corpus]
+    progress = MergeProgress()  # a bar on a terminal, plain lines in a log
     model = train(
         texts,
         args.vocab_size,
         presets.resolve_pattern(args.pattern),
         args.special,
         min_frequency=args.min_frequency,
-        progress=_progress_bar,
+        progress=progress,
     )
-    print(file=sys.stderr)
+    progress.finish()
     reached = 256 + len(model.merges)
     if reached < args.vocab_size:
         short = (
@@ -169,20 +170,6 @@ def _train(args: argparse.Namespace) -> None:
             raise ConfigError(f"{short}; nothing written (--strict-size)")
         cli_options.warn(short)
     _write(args, store, trained_file(model, args.corpus, _naming(args), args.normalization))
-
-
-def _progress_bar(done: int, total: int) -> None:
-    """Redraw at each whole percent (and at the end), so a long run writes ~100 updates."""
-    if done != total and done * 100 // max(total, 1) == (done - 1) * 100 // max(total, 1):
-        return
-    width = 40
-    filled = width * done // max(total, 1)
-    print(
-        f"\rmerges [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
 
 
 def _import(args: argparse.Namespace) -> None:
@@ -224,10 +211,19 @@ def _wrote(store: Path, entry: ManifestEntry) -> None:
     )
 
 
+# A `pairs` file need not be self-consistent (docs/format.md): its merges are the rule, and its
+# ids are exact either way; only the faster `ranks` engine cannot serve it.
+_CONSISTENT = "self-consistent"
+_NOT_CONSISTENT = (
+    "not self-consistent: some tokens are not what its merges make of their bytes "
+    "(common in imported vocabularies; ids stay exact)"
+)
+
+
 def _verify(args: argparse.Namespace) -> int:
     registry = cli_options.load(args, first_use=False)  # every file validated and built
     for t in registry:
-        consistent = "self-consistent" if t.self_consistent else "NOT self-consistent"
+        consistent = _CONSISTENT if t.self_consistent else _NOT_CONSISTENT
         print(f"ok    {t.ref:28} {t.rule:5} {t.tokenizer.defined_ids:>7} ids  {consistent}")
     tables = registry.models
     for m in tables.models.values():

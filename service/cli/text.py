@@ -20,7 +20,7 @@ from service.bpe.text import budgets
 from service.cli import models as cli_models
 from service.cli import options as cli_options
 from service.errors import ConfigError, TokenizerNotFoundError
-from service.store.loader import listed_refs
+from service.store.loader import listed_names
 
 # (tokenizer, text, allowed special, disallowed special) -> the line to print
 TextOperation = Callable[[Tokenizer, str, SpecialSet, SpecialSet], str]
@@ -132,7 +132,7 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
         tables = cli_models.model_tables(args)
         model = tables.models.get(tables.names.get(args.tokenizer, ""))
         if model is None:
-            known = [*listed_refs(cli_options.stores(args)), *tables.models]
+            known = [*listed_names(cli_options.stores(args)), *tables.names]
             raise TokenizerNotFoundError(args.tokenizer, known) from None
     print(f"toksvc: {model.ref} counts with {model.tokenizer_ref}", file=sys.stderr)
     name = model.tokenizer_ref.split("@")[0]

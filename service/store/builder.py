@@ -156,4 +156,5 @@ def build(
         tokenizer.special_tokens,
         tokenizer.defined_ids,
         built,
+        {a.content: a.id for a in tf.added_tokens or () if not a.special},
     )

@@ -131,6 +131,11 @@ class FileHead(msgspec.Struct, frozen=True, kw_only=True):
         return {**self.special_tokens, **added}
 
     @property
+    def plain_added_tokens(self) -> dict[str, int]:
+        """(Format v2) The added tokens not marked special, as the tokenizer will hold them."""
+        return {a.content: a.id for a in self.added_tokens or () if not a.special}
+
+    @property
     def defined_ids(self) -> int:
         """Defined ids, special tokens included: those of the bytes, the byte-fallback and extra
         tokens, the special and added tokens, and the merges' results. Without listed tokens

@@ -116,13 +116,24 @@ def store_state(manifest_hashes: Sequence[str]) -> str:
 
 def listed_refs(stores: Sequence[Path]) -> list[str]:
     """Every `name@version` the stores' manifests list (nothing is loaded)."""
-    refs: list[str] = []
+    return [entry.ref for entry in _listed(stores)]
+
+
+def listed_names(stores: Sequence[Path]) -> list[str]:
+    """What resolves to a tokenizer the stores' manifests list: every `name@version`, and every
+    plain `name` that has a default version (nothing is loaded)."""
+    entries = _listed(stores)
+    return [*(e.ref for e in entries), *(e.name for e in entries if e.default)]
+
+
+def _listed(stores: Sequence[Path]) -> list[ManifestEntry]:
+    entries: list[ManifestEntry] = []
     for root in stores:
         try:
-            refs += [entry.ref for entry in read_manifest(root).tokenizers]
+            entries += read_manifest(root).tokenizers
         except StoreError:
             continue
-    return refs
+    return entries
 
 
 def defer_entry(
@@ -157,4 +168,5 @@ def defer_entry(
         head.all_special_tokens,
         head.defined_ids,
         FirstUse(entry.ref, build_now, lock),
+        head.plain_added_tokens,
     )

@@ -29,6 +29,8 @@ class LoadedTokenizer(Loaded):
     special_tokens: dict[str, int]
     defined_ids: int  # ids defined, special tokens included (not tiktoken's n_vocab)
     built: FirstUse
+    # format v2's added tokens not marked special: matched whole whatever a call allows
+    added_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -60,7 +62,7 @@ class Registry:
         """A model's name, alias or `name@version`."""
         found = self.models.models.get(self.models.names.get(ref, ""))
         if found is None:
-            raise ModelNotFoundError(ref, [m.ref for m in self.models.models.values()])
+            raise ModelNotFoundError(ref, self.models.names)  # every name, alias and ref
         return found
 
     def resolve(self, ref: str) -> LoadedTokenizer:
@@ -79,8 +81,7 @@ class Registry:
         except TokenizerNotFoundError:
             model_key = self.models.names.get(ref)
             if model_key is None:
-                models = [m.ref for m in self.models.models.values()]
-                known = [*self.tokenizers, *self.defaults, *models]
+                known = [*self.tokenizers, *self.defaults, *self.models.names]
                 raise TokenizerNotFoundError(ref, known) from None
         return self.resolve(self.models.models[model_key].tokenizer_ref)
 

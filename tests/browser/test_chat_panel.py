@@ -40,11 +40,17 @@ def page_messages(page: Page) -> list[dict[str, str]]:
 
 
 def shown_count(
-    pg: Watched, model: str, messages: list[dict[str, Any]], tools: list[Any] | None = None
+    pg: Watched,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[Any] | None = None,
+    *,
+    add_generation_prompt: bool = True,
 ) -> dict[str, Any]:
     """Wait until the panel shows the API's total and per-message tokens (and the tools' tokens,
     when `tools` are given); return the count."""
     body: dict[str, Any] = {"messages": messages, "return_text": True, "breakdown": True}
+    body["add_generation_prompt"] = add_generation_prompt
     if tools is not None:
         body["tools"] = tools
     count: dict[str, Any] = pg.api(f"/v1/models/{model}/count", body)
@@ -111,7 +117,7 @@ def test_switching_model_changes_the_count_as_the_api_says(pg: Watched) -> None:
     page = pg.page
     page.locator("#ch-model").select_option("gpt-4o@1")
     messages = page_messages(page)
-    assert len(messages) == 3
+    assert len(messages) == 4
     gpt4o = shown_count(pg, "gpt-4o@1", messages)["input_tokens"]
     expect(page.locator("#ch-cost-total")).not_to_have_text("\u2013")
 
@@ -150,6 +156,69 @@ def test_switching_model_changes_the_count_as_the_api_says(pg: Watched) -> None:
     expect(page.locator("#ch-role-1 option")).to_have_text(["system", "user", "assistant", "tool"])
 
 
+BAR, SP = "\uff5c", "\u2581"  # DeepSeek's fullwidth bar and SentencePiece's space mark
+# what each tokenizer's own literals look like in the default conversation's rendered prompt
+BOXED = {
+    "mistral-large-2411@1": [
+        *("<s>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"),
+        *("</s>", "[INST]", "[/INST]"),
+    ],
+    # DeepSeek's User and Assistant markers are added tokens, not special ones
+    "deepseek-v3@1": [
+        *(f"<{BAR}begin{SP}of{SP}sentence{BAR}>", f"<{BAR}User{BAR}>", f"<{BAR}Assistant{BAR}>"),
+        *(f"<{BAR}end{SP}of{SP}sentence{BAR}>", f"<{BAR}User{BAR}>", f"<{BAR}Assistant{BAR}>"),
+    ],
+    "qwen3@1": ["<|im_start|>", "<|im_end|>"] * 4 + ["<|im_start|>"],
+}
+
+
+def test_the_rendered_prompt_boxes_the_tokenizer_s_own_special_and_added_tokens(
+    pg: Watched,
+) -> None:
+    page = pg.page
+    messages = page_messages(page)
+    page.locator("#ch-rendered summary").click()
+    for model, boxes in BOXED.items():
+        page.locator("#ch-model").select_option(model)
+        count = shown_count(pg, model, messages)
+        expect(page.locator("#ch-text")).to_have_text(count["text"])  # all of it, boxed or not
+        expect(page.locator("#ch-text .sp")).to_have_text(boxes)
+    expect(page.locator("#ch-textlen")).to_contain_text("special and added tokens boxed")
+
+
+def test_the_default_conversation_counts_for_every_model_and_can_be_continued(
+    pg: Watched,
+) -> None:
+    """It ends with a user message, counted with the reply started: every chat format accepts
+    that. An assistant message last is refused by Mistral's formats until it is continued."""
+    page = pg.page
+    bodies = sent_bodies(page, "count")
+    messages = page_messages(page)
+    assert messages[-1]["role"] == "user"
+    expect(page.get_by_label("start the assistant's reply")).to_be_checked()
+    models = [m["ref"] for m in httpx.get(f"{pg.base}/v1/models", timeout=30).json()["models"]]
+    assert "mistral-large-2411@1" in models and "mistral-nemo@1" in models
+    for model in models:
+        page.locator("#ch-model").select_option(model)
+        shown_count(pg, model, messages)
+        expect(page.locator("#ch-error")).to_be_hidden()
+        assert bodies[-1]["add_generation_prompt"] is True
+
+    pg.expected_statuses.add(422)
+    page.locator("#ch-model").select_option("mistral-large-2411@1")
+    page.locator("#ch-add").click()
+    page.locator("#ch-content-4").fill("The one whose format adds the fewest")
+    continued = page_messages(page)
+    assert continued[-1]["role"] == "assistant"
+    refused = pg.problem("/v1/models/mistral-large-2411@1/count", {"messages": continued}, 422)
+    expect(page.locator("#ch-error")).to_contain_text(refused["detail"])
+    page.get_by_label("continue the last message").check()
+    count = shown_count(pg, "mistral-large-2411@1", continued, add_generation_prompt=False)
+    expect(page.locator("#ch-error")).to_be_hidden()
+    assert bodies[-1]["add_generation_prompt"] is False
+    assert count["text"].endswith("The one whose format adds the fewest")  # no </s>: continued
+
+
 def test_an_invalid_message_shows_the_api_detail(pg: Watched) -> None:
     page = pg.page
     pg.expected_statuses.add(422)
@@ -185,26 +254,26 @@ def test_the_editor_works_from_the_keyboard(pg: Watched) -> None:
     page = pg.page
     page.locator("#ch-model").select_option("gpt-4o-mini@1")
     before = page_messages(page)
-    page.get_by_role("button", name="Move message 2 down", exact=True).focus()
+    page.get_by_role("button", name="Move message 3 down", exact=True).focus()
     page.keyboard.press("Enter")
-    assert page_messages(page) == [before[0], before[2], before[1]]
+    assert page_messages(page) == [before[0], before[1], before[3], before[2]]
     # the moved message is last now: focus stays on it, on the button that can still move it
-    expect(page.get_by_role("button", name="Move message 3 up", exact=True)).to_be_focused()
-    expect(page.locator("#ch-status")).to_have_text("Moved message 2 to position 3.")
+    expect(page.get_by_role("button", name="Move message 4 up", exact=True)).to_be_focused()
+    expect(page.locator("#ch-status")).to_have_text("Moved message 3 to position 4.")
 
     page.locator("#ch-add").focus()
     page.keyboard.press("Enter")
-    expect(page.locator("#ch-content-3")).to_be_focused()
+    expect(page.locator("#ch-content-4")).to_be_focused()
     page.keyboard.type("Thanks! And the cost?")
     after = page_messages(page)
-    assert after[3] == {"role": "assistant", "content": "Thanks! And the cost?"}
+    assert after[4] == {"role": "user", "content": "Thanks! And the cost?"}  # after an assistant
     shown_count(pg, "gpt-4o-mini@1", after)
 
     page.get_by_role("button", name="Remove message 2", exact=True).focus()
     page.keyboard.press("Enter")
-    expect(page.locator("#ch-messages .msg")).to_have_count(3)
+    expect(page.locator("#ch-messages .msg")).to_have_count(4)
     expect(page.get_by_role("button", name="Remove message 2", exact=True)).to_be_focused()
-    shown_count(pg, "gpt-4o-mini@1", [after[0], after[2], after[3]])
+    shown_count(pg, "gpt-4o-mini@1", [after[0], after[2], after[3], after[4]])
 
 
 # an assistant's tool call and the tool's result, as OpenAI's API takes them
@@ -239,6 +308,7 @@ def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) 
     page = pg.page
     counts = sent_bodies(page, "count")
     page.locator("#ch-model").select_option("gpt-4o@1")
+    page.get_by_role("button", name="Remove message 4", exact=True).click()  # the assistant's last
     tools = json.loads(page.locator("#ch-tools").input_value())  # prefilled: one function tool
     assert [(t["type"], t["function"]["name"]) for t in tools] == [("function", "get_weather")]
     expect(page.locator("#ch-tools-tokens")).to_have_text("not offered: not sent")
@@ -267,6 +337,7 @@ def test_tools_tool_calls_and_results_count_as_the_api_counts_them(pg: Watched) 
     assert count["tools_tokens"] > 0
     assert counts[-1] == {
         "messages": WITH_TOOLS,
+        "add_generation_prompt": True,
         "tools": tools,
         "return_text": False,
         "breakdown": True,

@@ -2,9 +2,11 @@
 Library and Client sections, runs as written and prints (or evaluates to) what the README shows.
 
 Commands run in bash, in a fresh folder holding the input files the README names (the upstream
-files from tests/data), with this venv's `toksvc` and `python` first on PATH. A `# → output`
-comment is the expected last line of stdout (`…` stands for anything); in the HTTP section, each
-fragment of a `# {...}` comment (split at `…` and at wide gaps) must appear in the output.
+files from tests/data) and tests/data itself (a README command reads it, as in a clone), with this
+venv's `toksvc` and `python` first on PATH. A `# → output` comment is one line of stdout (`…`
+stands for anything); a command that prints more lines says so in a remark after it (`(then a
+line per part)`) or shows its output as `#` lines below it instead. Each fragment of such a
+`# {...}` line (split at `…` and at wide gaps) must appear in the output.
 `toksvc serve` lines are started, must answer /readyz with 200, and are stopped. In a Python
 block, an expression statement ending in `# → value` must have that repr; each block runs in a
 fresh interpreter (the Client section's against the test server instead of 127.0.0.1:8000).
@@ -24,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.server import Server, free_port
-from tests.support.testdata import corpus_text, vocab_file
+from tests.support.testdata import vocab_file
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text("utf-8")
@@ -179,11 +181,15 @@ def check_section(title: str, cwd: Path, env: dict[str, str]) -> tuple[int, int]
             stdout = run(command, cwd, env)
             ran += 1
             if comment.startswith("→"):  # one line of the output, `…` for anything
-                expected = re.split(r"\s{2,}", comment[1:].strip())[0]  # drop a "(remark)"
+                expected, *remark = re.split(r"\s{2,}", comment[1:].strip())
                 pattern = ".*".join(map(re.escape, expected.split("…")))
                 lines = stdout.rstrip("\n").splitlines()
                 assert any(re.fullmatch(pattern, line.strip()) for line in lines), (
                     f"{command}: printed {stdout!r}, README {expected!r}"
+                )
+                assert len(lines) == 1 or remark, (
+                    f"{command}: prints {len(lines)} lines, README shows one and does not say "
+                    f"what else it prints: {stdout!r}"
                 )
                 checked += 1
             for line in after:  # fragments of the output shown below the command
@@ -197,7 +203,9 @@ def check_section(title: str, cwd: Path, env: dict[str, str]) -> tuple[int, int]
 
 
 def test_command_line_examples(tmp_path: Path) -> None:
-    (tmp_path / "corpus.txt").write_text(corpus_text("en_shakespeare.txt"), "utf-8")
+    # a README command writes corpus.txt from it
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "data").symlink_to(ROOT / "tests" / "data")
     inputs = {
         "cl100k_base.tiktoken": "cl100k_base.tiktoken",
         "tokenizer.json": "qwen3_tokenizer.json",

@@ -11,6 +11,8 @@ import pytest
 
 from service.cli import main
 from service.settings import BUNDLED_STORE
+from service.store.formats.tokenizer import TokenizerFile
+from service.store.manifest import add_to_store
 from tests.support.testdata import vocab_file
 
 
@@ -42,7 +44,7 @@ def test_train_import_verify_list(tmp_path: Path, capsys: pytest.CaptureFixture[
         store,
     )
     assert code == 0, err
-    assert "t/1.json" in out and "merges [" in err and "44/44" in err
+    assert "t/1.json" in out and "merges 44/44 (100%)" in err
     code, out, err = run(
         capsys,
         "import",
@@ -81,6 +83,28 @@ def test_verify_fails_on_a_changed_byte(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "verify", "--store", str(store))
     assert code == 1
     assert f"FAIL  {target}" in out and "sha256" in out
+
+
+def test_verify_says_a_tokenizer_that_is_not_self_consistent_is_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Token 258 is "abc" (a + b, then + c), but the merges make b + c first, so "abc" encodes
+    to [97, 256]. Such a file is valid and exact: verify says what it is, not that it is wrong."""
+    store = tmp_path / "store"
+    for name, merges in [
+        ("odd", [(98, 99, 256), (97, 98, 257), (257, 99, 258)]),
+        ("fine", [(97, 98, 256), (256, 99, 257), (98, 99, 258)]),
+    ]:
+        tf = TokenizerFile(name=name, version="1", rule="pairs", pattern=None, merges=merges)
+        add_to_store(store, tf)
+    code, out, _ = run(capsys, "verify", "--store", str(store))
+    assert code == 0
+    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("ok ")}
+    assert lines["fine@1"].endswith("  self-consistent")
+    odd = lines["odd@1"]
+    assert "not self-consistent: some tokens are not what its merges make of their bytes" in odd
+    assert "(common in imported vocabularies; ids stay exact)" in odd
+    assert "NOT" not in out
 
 
 def test_encode_count_decode_use_stdin(
@@ -275,13 +299,19 @@ def test_importer_failures_are_typed_and_name_file_and_field(
     assert code == 1 and "cannot be read" in err and "missing" in err, err
 
 
-def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_errors_are_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text('{"messages": [{"role": "user", "content": "Hello"}]}')
     code, _, err = run(capsys, "encode", "gpt2", "a<|endoftext|>")
     assert code == 1 and "special token '<|endoftext|>'" in err
     code, _, err = run(capsys, "decode", "gpt2", "99999999")
     assert code == 1 and "unknown token id(s) 99999999" in err
     code, _, err = run(capsys, "count", "nope", "x")
     assert code == 1 and "available: " in err and "cl100k_base@1" in err
+    listed = err.split("available: ")[1].strip().split(", ")
+    assert {"cl100k_base", "gpt-4o", "gpt-4o@1"} <= set(listed)  # the plain names that work
+    code, _, err = run(capsys, "count-chat", "nope", str(chat))
+    assert code == 1 and {"gpt-4o", "gpt-4o@1"} <= set(err.split("available: ")[1].split(", "))
 
 
 def test_python_dash_m_service_runs() -> None:

@@ -26,6 +26,7 @@ def info_of(t: LoadedTokenizer) -> TokenizerInfoResponse:
         vocab_size=t.defined_ids,
         n_vocab=built.tokenizer.n_vocab if built else None,
         special_tokens=t.special_tokens,
+        added_tokens=t.added_tokens,
         normalization=t.normalization,
         pattern=t.pattern,
         self_consistent=t.known_self_consistent,

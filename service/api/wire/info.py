@@ -49,6 +49,16 @@ class TokenizerInfoResponse(ResponseBody, frozen=True):
             {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258},
         ),
     ]
+    added_tokens: Annotated[
+        dict[str, int],
+        doc(
+            "added-token literal -> its id, for the added tokens that are not special (a format "
+            "v2 file's, e.g. DeepSeek's `<\uff5cUser\uff5c>`): such a literal is encoded as this "
+            "id in any text, whatever `allowed_special` says, and decode's `skip_special_tokens` "
+            "keeps it; with `special_tokens`, every literal this tokenizer matches whole",
+            {"<\uff5cUser\uff5c>": 128803},
+        ),
+    ]
     normalization: Annotated[
         str, doc("Unicode normalization applied before encoding: `none`, `NFC` or `NFKC`", "none")
     ]
@@ -120,7 +130,12 @@ class ProblemResponse(Struct, frozen=True, kw_only=True, omit_defaults=True):
     ] = None
     available: Annotated[
         list[str] | None,
-        doc("unknown-tokenizer: the references served", ["cl100k_base@1", "gpt2@1"]),
+        doc(
+            "unknown-tokenizer, unknown-model: every name that resolves, each `name@version` and "
+            "each plain name with a default version (a model's aliases too; unknown-tokenizer: "
+            "the tokenizers' and the models')",
+            ["cl100k_base", "cl100k_base@1", "gpt-4o", "gpt-4o@1", "gpt2", "gpt2@1"],
+        ),
     ] = None
     closest: Annotated[
         list[str] | None,

@@ -45,6 +45,21 @@ def test_list_and_get_tokenizers(client: TestClient[Any], registry: Registry) ->
     assert client.get("/v1/tokenizers/bard@1").json()["default"] is False
 
 
+def test_a_tokenizer_lists_its_added_tokens_beside_its_special_ones(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    """DeepSeek's User marker is an added token, not a special one: every literal the tokenizer
+    matches whole is in one of the two lists, with the id it encodes to."""
+    deepseek = client.get("/v1/tokenizers/deepseek-v3").json()
+    assert deepseek["added_tokens"]["<\uff5cUser\uff5c>"] == 128803
+    assert deepseek["special_tokens"]["<\uff5cbegin\u2581of\u2581sentence\uff5c>"] == 0
+    assert not deepseek["added_tokens"].keys() & deepseek["special_tokens"].keys()
+    tok = registry.resolve("deepseek-v3").tokenizer
+    for literal, tid in deepseek["added_tokens"].items():
+        assert tok.encode(literal) == [tid]  # whole, with no special token allowed
+    assert client.get("/v1/tokenizers/cl100k_base").json()["added_tokens"] == {}
+
+
 def test_encode_single_and_batch(client: TestClient[Any], registry: Registry) -> None:
     tok = registry.resolve("o200k_base")
     r = client.post("/v1/tokenizers/o200k_base/encode", json={"text": "Hello, world"}).json()
@@ -176,6 +191,26 @@ def test_unknown_tokenizer_lists_what_exists(client: TestClient[Any]) -> None:
         assert "gpt2@1" in doc["available"]
     for path in ("..%2Fgpt2", "gpt2%2F..", "../gpt2", ".."):  # no route matches these
         problem(client.post(f"/v1/tokenizers/{path}/count", json={"text": "x"}), 404, "not-found")
+
+
+def test_an_unknown_name_lists_every_name_that_works_plain_ones_too(
+    client: TestClient[Any], registry: Registry
+) -> None:
+    """`available` names what resolves: each `name@version`, each name with a default version
+    (`gpt2`, a model's `gpt-4o`) and each model alias; every one of them answers."""
+    tokenizers = problem(
+        client.post("/v1/tokenizers/nope/count", json={"text": "x"}), 404, "unknown-tokenizer"
+    )["available"]
+    models = problem(
+        client.post("/v1/models/nope/count", json={"messages": []}), 404, "unknown-model"
+    )["available"]
+    assert {"gpt2", "gpt2@1", "cl100k_base", "gpt-4o", "gpt-4o@1"} <= set(tokenizers)
+    assert {"gpt-4o", "gpt-4o@1", "mistral-large-2411"} <= set(models)
+    assert set(models) == set(registry.models.names) and set(models) < set(tokenizers)
+    for name in tokenizers:
+        assert client.get(f"/v1/tokenizers/{name}").status_code == 200, name
+    for name in models:
+        assert client.get(f"/v1/models/{name}").status_code == 200, name
 
 
 def test_limits_are_413(client: TestClient[Any]) -> None:

@@ -62,8 +62,8 @@ def test_start_up_builds_nothing_and_knows_every_file(small: Path) -> None:
         assert t.built.built is None
         assert t.known_self_consistent is (True if t.rule == "ranks" else None)
         built = eager.resolve(t.ref)
-        facts = (built.defined_ids, built.tokenizer.special_tokens)
-        assert (t.defined_ids, t.special_tokens) == facts
+        facts = (built.defined_ids, built.tokenizer.special_tokens, built.added_tokens)
+        assert (t.defined_ids, t.special_tokens, t.added_tokens) == facts
         assert (t.pattern, t.normalization, t.metadata) == (
             built.pattern,
             built.normalization,

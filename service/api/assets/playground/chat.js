@@ -4,6 +4,7 @@
 // assistant's tool calls and a tool result's tool_call_id are sent as typed (`chattools.js`).
 import { call, debounce, el, isAbort, Problem, showError } from "./api.js";
 import * as tools from "./chattools.js";
+import { boxed, literalsOf } from "./literals.js";
 
 const ALL_ROLES = ["system", "developer", "user", "assistant", "tool"];
 // The roles each chat format renders. Qwen's Jinja templates skip `developer` messages.
@@ -16,10 +17,13 @@ const METHOD = {
   "text": "Exact: a plain text",
 };
 const PREFERRED = ["gpt-4o", "gpt-4o-mini"];
+// Ends with a user message, counted with the reply started (add_generation_prompt: true): the one
+// ending every chat format accepts (Mistral's refuse an assistant message last unless continued).
 const START = [
   { role: "system", content: "You are a concise assistant. Answer in one sentence." },
   { role: "user", content: "How many tokens does this conversation cost, and why do models count differently?" },
   { role: "assistant", content: "Each model wraps every message in its own format tokens, so the same words cost a different number of tokens." },
+  { role: "user", content: "Which of them counts this conversation as the fewest tokens?" },
 ];
 
 let models = [], model = null, messages = START.map((m) => ({ ...m })), controller = null;
@@ -36,7 +40,7 @@ export async function init() {
   $("ch-messages").addEventListener("input", onEdit);
   $("ch-messages").addEventListener("change", onEdit);
   $("ch-messages").addEventListener("click", onButton);
-  for (const id of ["ch-outnone", "ch-outmax", "ch-outset"]) $(id).addEventListener("change", update);
+  for (const id of ["ch-outnone", "ch-outmax", "ch-outset", "ch-reply", "ch-continue"]) $(id).addEventListener("change", update);
   $("ch-outn").addEventListener("input", () => { $("ch-outset").checked = true; schedule(); });
   try {
     ({ models } = await call("/v1/models"));
@@ -176,7 +180,8 @@ async function update() {
   const out = outputFields();
   const counting = call(path(m.ref, "count"), { ...body, return_text: m.exact, breakdown: true }, signal);
   const pricing = m.prices && out.ok ? call(path(m.ref, "estimate"), { ...body, ...out.fields }, signal) : null;
-  const [count, cost] = await Promise.allSettled([counting, pricing]);
+  const boxing = m.exact ? literalsOf(m.tokenizer).catch(() => null) : null;  // unboxed if unknown
+  const [count, cost, literals] = await Promise.allSettled([counting, pricing, boxing]);
   if (signal.aborted) return;
   if (count.status === "rejected") {
     if (isAbort(count.reason)) return;
@@ -187,7 +192,7 @@ async function update() {
   }
   showError($("ch-error"), null);
   markInvalid(null);
-  showCount(count.value, m);
+  showCount(count.value, m, literals.value);
   showCost(cost, m, out.ok);
 }
 
@@ -208,7 +213,8 @@ function requestBody() {
   });
   const offered = tools.readTools();
   if (!offered.ok) bad.push("tools");
-  const body = { messages: wire };
+  // start the assistant's reply, or continue the last (assistant) message as it is
+  const body = { messages: wire, add_generation_prompt: !$("ch-continue").checked };
   if (offered.ok && offered.value !== undefined) body.tools = offered.value;
   return { body, bad };
 }
@@ -244,7 +250,8 @@ function markInvalid(err) {
   $("ch-tools-box").classList.toggle("invalid", badTools);
 }
 
-function showCount(r, m) {
+// `literals`: the pattern of the tokenizer's special and added tokens (literals.js), or null.
+function showCount(r, m, literals) {
   $("ch-total").textContent = fmt(r.input_tokens);
   $("ch-total").dataset.value = r.input_tokens;
   for (const t of r.messages) {
@@ -264,9 +271,8 @@ function showCount(r, m) {
   tools.showToolsTokens(r);
   $("ch-method").textContent = `${fmt(r.input_tokens)} = ${parts.join(" + ")}. ${METHOD[r.method] || r.method}.`;
   if (typeof r.text === "string") {
-    $("ch-textlen").textContent = `(${fmt([...r.text].length)} characters; special tokens boxed)`;
-    $("ch-text").replaceChildren(...r.text.split(/(<\|[^|<>\s]{1,40}\|>)/).filter(Boolean).map((s) =>
-      /^<\|.*\|>$/.test(s) ? el("span", { class: "sp", text: s }) : document.createTextNode(s)));
+    $("ch-textlen").textContent = `(${fmt([...r.text].length)} characters; special and added tokens boxed)`;
+    $("ch-text").replaceChildren(...boxed(r.text, literals));
   } else {
     $("ch-textlen").textContent = "(not available for an estimate)";
     $("ch-text").textContent = `${m.ref} is counted by OpenAI's published per-message rule (3 tokens per message, the tokens of each value, 1 more with a name, 3 to prime the reply): OpenAI does not publish the text its API renders, so there is none to show.`;
